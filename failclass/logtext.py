@@ -1,0 +1,85 @@
+"""Log bytes -> blocks ready for matching, and matched bytes -> readable evidence text.
+
+Logs are hostile input: any bytes, any size, no newline at all. Reading is streaming in
+fixed-size blocks (memory stays bounded whatever the size); gzip-compressed logs are
+read transparently. ANSI escape sequences are removed before matching; invalid UTF-8
+survives as U+FFFD in evidence text. Carriage returns are kept: the pattern dialect
+treats them as the start of a message (a progress bar rewritten in place), and line
+numbers stay those an editor shows.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zlib
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from failclass.errors import InputError
+
+BLOCK_SIZE = 1 << 20
+EVIDENCE_CHARS = 600
+GZIP_MAGIC = b"\x1f\x8b"
+ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def strip_ansi(block: bytes) -> bytes:
+    """Remove terminal colour and cursor sequences (cheap when there are none)."""
+    if b"\x1b" not in block:
+        return block
+    return ANSI_ESCAPE.sub(b"", block)
+
+
+def open_log(path: Path) -> BinaryIO:
+    """Open a log file for streaming; gzip is detected by its magic bytes, not the name."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a log file")
+    try:
+        raw = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def read_blocks(stream: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+    """Yield ANSI-free blocks of a stream; read errors become InputError."""
+    name = getattr(stream, "name", "log")
+    while True:
+        try:
+            block = stream.read(block_size)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"{name}: read failed: {exc}") from None
+        if not block:
+            return
+        yield strip_ansi(block)
+
+
+def blocks_of_text(data: bytes | str, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+    """Blocks of an in-memory log (a request body, a rule example)."""
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    return read_blocks(io.BytesIO(raw), block_size)
+
+
+def evidence_text(line: bytes, match_end: int) -> str:
+    """The readable part of a matched line: the carriage-return segment holding the match,
+    cut to a window around it, decoded with invalid bytes replaced."""
+    segment_start = line.rfind(b"\r", 0, max(match_end - 1, 0)) + 1
+    segment_end = line.find(b"\r", match_end)
+    if segment_end == -1:
+        segment_end = len(line)
+    start = max(segment_start, match_end - EVIDENCE_CHARS // 2)
+    end = min(segment_end, max(match_end, start) + EVIDENCE_CHARS // 2)
+    text = line[start:end].decode("utf-8", "replace").strip()
+    if start > segment_start:
+        text = "…" + text
+    if end < segment_end:
+        text += "…"
+    return text

@@ -1,0 +1,61 @@
+"""The rule pattern dialect: line prefixes and the expansion of ``^`` and ``$``.
+
+A rule's leading ``^`` means "start of the message": after a carriage return or a line
+start, then any run of the known prefixes (rank tags, hosts, timestamps, glog).
+A trailing ``$`` tolerates CRLF. The expanded text is valid for Hyperscan and ``regex``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import regex
+import yaml
+
+from failclass.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Prefix:
+    id: str
+    pattern: str
+    examples: tuple[str, ...]
+
+
+def load_prefixes(path: Path) -> tuple[Prefix, ...]:
+    """Read prefixes.yaml; every prefix must compile and consume each of its examples."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read prefixes: {exc}") from exc
+    prefixes = []
+    for entry in data.get("prefixes") or []:
+        pid, pattern = entry.get("id"), entry.get("pattern")
+        if not pid or not pattern:
+            raise ConfigError(f"{path}: every prefix needs an id and a pattern")
+        try:
+            compiled = regex.compile(pattern)
+        except regex.error as exc:
+            raise ConfigError(f"{path}: prefix {pid}: pattern does not compile: {exc}") from exc
+        examples = tuple(entry.get("examples") or ())
+        for example in examples:
+            if not compiled.fullmatch(example):
+                raise ConfigError(f"{path}: prefix {pid}: pattern does not consume example {example!r}")
+        prefixes.append(Prefix(pid, pattern, examples))
+    return tuple(prefixes)
+
+
+def line_start(prefixes: tuple[Prefix, ...]) -> str:
+    """The expansion of a rule's leading ``^``."""
+    alternatives = "|".join(f"(?:{p.pattern})" for p in prefixes)
+    return f"(?:^|\\r)(?:{alternatives})*"
+
+
+def expand(pattern: str, start: str) -> str:
+    """Rewrite a rule pattern's leading ``^`` and trailing ``$`` into the engine's form."""
+    if pattern.startswith("^"):
+        pattern = start + pattern[1:]
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\r?$"
+    return pattern
