@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from failclass.engine import Engine, ScanResult
-from failclass.logtext import blocks_of_text, open_log, read_blocks
+from failclass.logtext import BlockReader, blocks_of_text, open_log
 from failclass.rootcause import Ranking, rank
 from failclass.rules import RuleSet, load_rules
 from failclass.taxonomy import NO_SIGNATURE
@@ -35,7 +35,7 @@ class Classification:
     rule_id: str | None
     confidence: float
     evidence: tuple[Evidence, ...]
-    bytes_scanned: int
+    bytes_read: int
     lines: int
     also_matched: tuple[dict[str, Any], ...] = field(default=())
 
@@ -49,7 +49,7 @@ class Classification:
             "rule_id": self.rule_id,
             "confidence": self.confidence,
             "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
-            "bytes": self.bytes_scanned,
+            "bytes": self.bytes_read,
             "lines": self.lines,
         }
         if explain:
@@ -67,20 +67,24 @@ class Classifier:
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
-            return self._decide(self.engine.scan(read_blocks(stream)))
+            return self._classify(BlockReader(stream))
 
     def classify_bytes(self, data: bytes | str) -> Classification:
-        return self._decide(self.engine.scan(blocks_of_text(data)))
+        return self._classify(blocks_of_text(data))
 
-    def _decide(self, scan: ScanResult) -> Classification:
+    def _classify(self, reader: BlockReader) -> Classification:
+        scan = self.engine.scan(reader)
+        return self._decide(scan, reader.bytes_read)
+
+    def _decide(self, scan: ScanResult, size: int) -> Classification:
         ranking = rank(scan.hits, self.rules)
         if ranking.winner is None:
-            return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, ranking)
+            return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, size, ranking)
         winner = ranking.winner
         lines = {hit.line: hit.text for hit in winner.hits}
         evidence = tuple(Evidence(n, text) for n, text in sorted(lines.items())[:MAX_EVIDENCE_LINES])
         confidence = signature_confidence(winner.rule.priority)
-        return self._classification(winner.rule.reason, "signature", winner.rule.id, confidence, evidence, scan, ranking)
+        return self._classification(winner.rule.reason, "signature", winner.rule.id, confidence, evidence, scan, size, ranking)
 
     def _classification(
         self,
@@ -90,6 +94,7 @@ class Classifier:
         confidence: float,
         evidence: tuple[Evidence, ...],
         scan: ScanResult,
+        size: int,
         ranking: Ranking,
     ) -> Classification:
         reason = self.ruleset.taxonomy[reason_id]
@@ -113,7 +118,7 @@ class Classifier:
             rule_id=rule_id,
             confidence=confidence,
             evidence=evidence,
-            bytes_scanned=scan.bytes_scanned,
+            bytes_read=size,
             lines=scan.lines,
             also_matched=also,
         )

@@ -180,3 +180,7 @@ def rules_lint(ctx: click.Context, strict: bool) -> None:
     click.echo(f"{len(classifier.ruleset.rules)} rules: {errors} errors, {warnings} warnings")
     if errors or (strict and warnings):
         ctx.exit(EXIT_INPUT)
+
+
+if __name__ == "__main__":
+    main()

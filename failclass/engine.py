@@ -40,7 +40,6 @@ class Hit:
 @dataclass(frozen=True)
 class ScanResult:
     hits: tuple[Hit, ...]
-    bytes_scanned: int
     lines: int
 
 
@@ -157,4 +156,4 @@ class Engine:
             state.piece = piece
             database.scan(piece, match_event_handler=state.on_match)
             state.advance(piece)
-        return ScanResult(tuple(state.hits), state.piece_start, state.line_count())
+        return ScanResult(tuple(state.hits), state.line_count())

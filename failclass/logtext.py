@@ -49,23 +49,32 @@ def open_log(path: Path) -> BinaryIO:
     return raw
 
 
-def read_blocks(stream: BinaryIO, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
-    """Yield ANSI-free blocks of a stream; read errors become InputError."""
-    name = getattr(stream, "name", "log")
-    while True:
-        try:
-            block = stream.read(block_size)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"{name}: read failed: {exc}") from None
-        if not block:
-            return
-        yield strip_ansi(block)
+class BlockReader:
+    """Iterate over ANSI-free blocks of a stream, counting the raw bytes read.
+    A read error (a truncated gzip member, an I/O error) becomes InputError."""
+
+    def __init__(self, stream: BinaryIO, block_size: int = BLOCK_SIZE) -> None:
+        self.stream = stream
+        self.block_size = block_size
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        name = getattr(self.stream, "name", "log")
+        while True:
+            try:
+                block = self.stream.read(self.block_size)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(f"{name}: read failed: {exc}") from None
+            if not block:
+                return
+            self.bytes_read += len(block)
+            yield strip_ansi(block)
 
 
-def blocks_of_text(data: bytes | str, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+def blocks_of_text(data: bytes | str, block_size: int = BLOCK_SIZE) -> BlockReader:
     """Blocks of an in-memory log (a request body, a rule example)."""
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
-    return read_blocks(io.BytesIO(raw), block_size)
+    return BlockReader(io.BytesIO(raw), block_size)
 
 
 def evidence_text(line: bytes, match_end: int) -> str:

@@ -1,0 +1,26 @@
+# Everything a fresh machine needs: a virtualenv with the project and its test tools.
+# `make demo` and `make test` (the README's two commands) set up on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/failclass classify samples/*.log
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/engine_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

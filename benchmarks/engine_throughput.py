@@ -1,0 +1,192 @@
+"""Throughput and peak memory of `failclass classify` against grep and ripgrep.
+
+Generates (once, seeded) a corpus of realistic training logs: progress lines, tqdm bars,
+rank-prefixed output and warnings, 88% of them ending in a real failure excerpt (the
+positive examples of the rules), 10% of those with the root cause early in the file.
+Then runs, over the same files and the same patterns (the rules' expanded patterns):
+
+  failclass classify --json FILES          (Hyperscan, all rules, root cause chosen)
+  LC_ALL=C grep -E -c -f PATTERNS FILES    (case-sensitive and -i passes, summed)
+  rg -j1 -c -f PATTERNS FILES              (ripgrep, Unicode default)
+  rg -j1 -c -f PATTERNS FILES with (?-u)   (ripgrep, ASCII mode)
+
+and prints MB/s, peak RSS and each tool's time as a ratio to failclass. Page cache is
+warmed first; each tool runs --repeat times and the best run counts.
+
+    python benchmarks/engine_throughput.py [--size-mb 512] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from failclass.rules import RuleSet, load_rules
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "logs"
+RESULTS = HERE / "results"
+PEAK_WRAPPER = (
+    "import json, resource, subprocess, sys, time;"
+    "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE);"
+    "print(json.dumps({'rc': p.returncode, 'seconds': time.perf_counter() - t, 'err': p.stderr.decode()[-500:],"
+    " 'peak_mb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))"
+)
+
+
+def progress_line(rng: random.Random, step: int) -> str:
+    kind = rng.random()
+    if kind < 0.55:
+        return (
+            f"[rank{rng.randrange(8)}]: epoch {step // 1000} step {step} loss {rng.uniform(0.1, 4):.4f} "
+            f"lr {rng.uniform(1e-5, 1e-3):.2e} grad_norm {rng.uniform(0.1, 9):.3f} {rng.uniform(100, 900):.1f} samples/s"
+        )
+    if kind < 0.8:
+        done = step % 500
+        bar = "█" * (done * 20 // 500) + " " * (20 - done * 20 // 500)
+        return f"Epoch {step // 500}: {done * 100 // 500:3d}%|{bar}| {done}/500 [00:{done % 60:02d}<01:{(500 - done) % 60:02d}, {rng.uniform(1, 9):.2f}it/s, loss={rng.uniform(0.1, 4):.3f}]"
+    if kind < 0.9:
+        return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(1_700_000_000 + step))},{step % 1000:03d} - trainer - INFO - saving metrics for step {step} to /mnt/output/run-{step % 7}/metrics.json"
+    if kind < 0.97:
+        return f"I1119 12:{step % 60:02d}:{step % 59:02d}.{step:06d} {1000 + step % 97} data_loader.cc:{step % 900}] prefetch queue depth {rng.randrange(64)}"
+    return "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create 16 worker processes in total."
+
+
+def generate(ruleset: RuleSet, size_mb: int, seed: int) -> list[Path]:
+    """Write the corpus (or reuse it when the same size and seed were generated before)."""
+    manifest = DATA / "manifest.json"
+    wanted = {"size_mb": size_mb, "seed": seed, "rules": len(ruleset.rules)}
+    if manifest.exists() and json.loads(manifest.read_text()).get("params") == wanted:
+        return [DATA / name for name in json.loads(manifest.read_text())["files"]]
+    shutil.rmtree(DATA, ignore_errors=True)
+    DATA.mkdir(parents=True)
+    rng = random.Random(seed)
+    failures = [example.text for rule in ruleset.rules for example in rule.positives]
+    budget = size_mb << 20
+    files: list[str] = []
+    while budget > 0:
+        size = min(int(rng.lognormvariate(10.8, 1.3)), 20 << 20, budget)  # median ~49 KB, a few up to 20 MB
+        lines: list[str] = []
+        written = step = 0
+        failed = rng.random() < 0.88
+        early = failed and rng.random() < 0.10
+        if early:
+            lines.append(rng.choice(failures))
+        while written < size:
+            line = progress_line(rng, step)
+            lines.append(line)
+            written += len(line) + 1
+            step += 1
+        if failed and not early:
+            lines.append(rng.choice(failures))
+        name = f"attempt-{len(files):05d}.log"
+        (DATA / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(name)
+        budget -= written
+    manifest.write_text(json.dumps({"params": wanted, "files": files}))
+    return [DATA / name for name in files]
+
+
+def export_patterns(ruleset: RuleSet, workdir: Path) -> dict[str, Path]:
+    """Write the rules' expanded patterns as pattern files for ripgrep and grep."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    rg_lines, rg_ascii, grep_exact, grep_caseless = [], [], [], []
+    for rule in ruleset.rules:
+        for pattern in rule.patterns:
+            expanded = ruleset.expanded(pattern)
+            flag = "(?i)" if rule.ignore_case else ""
+            rg_lines.append(flag + expanded)
+            rg_ascii.append("(?-u)" + flag + as_bytes(expanded))
+            ere = to_ere(expanded)
+            if ere is not None:
+                (grep_caseless if rule.ignore_case else grep_exact).append(ere)
+    files = {
+        "rg": rg_lines,
+        "rg_ascii": rg_ascii,
+        "grep": grep_exact,
+        "grep_i": grep_caseless,
+    }
+    paths = {}
+    for name, lines in files.items():
+        path = workdir / f"{name}.patterns"
+        path.write_bytes(("\n".join(lines) + "\n").encode())
+        paths[name] = path
+    return paths
+
+
+def as_bytes(pattern: str) -> str:
+    """Spell non-ASCII characters as the UTF-8 bytes Hyperscan sees, for ripgrep's (?-u)."""
+    return "".join(c if c.isascii() else "".join(f"\\x{b:02X}" for b in c.encode()) for c in pattern)
+
+
+def to_ere(pattern: str) -> str | None:
+    """POSIX ERE for GNU grep: no (?:...), escapes inside brackets spelled out; None if grep refuses it."""
+    ere = pattern.replace("(?:", "(").replace("\\r", "\r").replace("\\t", "\t").replace("\\d", "[0-9]")
+    ere = ere.replace("[^\\]\r\n]", "[^]\r]").replace("[^ \\]]", "[^] ]").replace("\\n", "")
+    check = subprocess.run(["grep", "-E", "-e", ere, "/dev/null"], capture_output=True, env={"LC_ALL": "C"})
+    return ere if check.returncode == 1 else None
+
+
+def measure(command: list[str], env: dict[str, str] | None = None) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_WRAPPER, *command], capture_output=True, text=True, env={**os.environ, **(env or {})}
+    )
+    return json.loads(done.stdout)
+
+
+def best_of(repeat: int, command: list[str], env: dict[str, str] | None = None) -> dict:
+    runs = [measure(command, env) for _ in range(repeat)]
+    for run in runs:
+        if run["rc"] not in (0, 1):  # grep and rg exit 1 when nothing matched
+            raise SystemExit(f"{command[0]} failed: {run['err']}")
+    return min(runs, key=lambda run: run["seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-mb", type=int, default=512)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not shutil.which("rg"):
+        raise SystemExit("ripgrep is needed for the comparison: apt-get install -y ripgrep")
+    ruleset = load_rules()
+    files = generate(ruleset, args.size_mb, args.seed)
+    total_mb = sum(f.stat().st_size for f in files) / (1 << 20)
+    patterns = export_patterns(ruleset, RESULTS / "patterns")
+    names = [str(f) for f in files]
+    for f in files:  # warm the page cache
+        f.read_bytes()
+    failclass = [sys.executable, "-m", "failclass.cli", "classify", "--json", *names]
+    rows = {
+        "failclass classify": best_of(args.repeat, failclass),
+        "ripgrep -j1 (ASCII, (?-u))": best_of(args.repeat, ["rg", "-j1", "-c", "-a", "--no-ignore", "-f", str(patterns["rg_ascii"]), *names]),
+        "ripgrep -j1 (Unicode default)": best_of(1, ["rg", "-j1", "-c", "-a", "--no-ignore", "-f", str(patterns["rg"]), *names]),
+    }
+    grep_exact = best_of(1, ["grep", "-E", "-c", "-a", "-f", str(patterns["grep"]), *names], {"LC_ALL": "C"})
+    grep_caseless = best_of(1, ["grep", "-E", "-i", "-c", "-a", "-f", str(patterns["grep_i"]), *names], {"LC_ALL": "C"})
+    rows["grep -E -f (LC_ALL=C, two passes)"] = {
+        "seconds": grep_exact["seconds"] + grep_caseless["seconds"],
+        "peak_mb": max(grep_exact["peak_mb"], grep_caseless["peak_mb"]),
+    }
+    pattern_count = sum(len(r.patterns) for r in ruleset.rules)
+    grep_count = sum(1 for p in (patterns["grep"], patterns["grep_i"]) for _ in p.read_text().splitlines())
+    base = rows["failclass classify"]["seconds"]
+    print(f"{len(files)} logs, {total_mb:.0f} MB, {len(ruleset.rules)} rules / {pattern_count} patterns "
+          f"(grep runs {grep_count}: the others use syntax POSIX ERE lacks)")
+    print(f"{'tool':<36} {'seconds':>8} {'MB/s':>8} {'peak MB':>8} {'time / failclass':>17}")
+    for name, row in rows.items():
+        print(f"{name:<36} {row['seconds']:8.2f} {total_mb / row['seconds']:8.1f} {row['peak_mb']:8.0f} {row['seconds'] / base:16.2f}x")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "engine.json").write_text(json.dumps({"files": len(files), "mb": total_mb, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+#!/bin/bash
+# Reproduces: errno 12 (ENOMEM) "OSError: [Errno 12] Cannot allocate memory" when a
+# process cannot map more memory (address space capped with ulimit -v).
+ulimit -v 1500000
+/work/main/.venv/bin/python - <<'PY' 2>&1
+import mmap
+buf = mmap.mmap(-1, 4 * 1024**3)
+PY
+echo "exit code: $?"

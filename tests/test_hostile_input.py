@@ -1,0 +1,97 @@
+"""Hostile inputs through the real command line: each gives an answer or a clear error,
+within bounded memory. Memory is the child's peak RSS, read by a wrapper process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+MEMORY_BOUND_MB = 150  # the interpreter, the rules and two 4 MB pieces fit well inside
+WRAPPER = (
+    "import json, resource, subprocess, sys;"
+    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+    "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr,"
+    " 'peak_mb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))"
+)
+OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)\n"
+
+
+def classify_measured(*paths: Path) -> dict:
+    command = [sys.executable, "-c", WRAPPER, sys.executable, "-m", "failclass.cli", "classify", "--json", *map(str, paths)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900, check=True)
+    report = json.loads(done.stdout)
+    report["rows"] = [json.loads(line) for line in report["out"].splitlines()]
+    return report
+
+
+def write_random(path: Path, size: int, chunk: int = 16 << 20) -> None:
+    with path.open("wb") as out:
+        for _ in range(size // chunk):
+            out.write(os.urandom(chunk))
+
+
+@pytest.mark.slow
+def test_two_gigabytes_of_random_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "random.bin"
+    write_random(path, 2 << 30)
+    started = time.monotonic()
+    report = classify_measured(path)
+    elapsed = time.monotonic() - started
+    path.unlink()
+    assert report["rc"] == 0, report["err"]
+    (row,) = report["rows"]
+    assert row["bytes"] == 2 << 30
+    assert row["reason"] in {"no_signature"} or row["source"] == "signature"
+    assert report["peak_mb"] < MEMORY_BOUND_MB, report["peak_mb"]
+    print(f"2 GiB random: {elapsed:.1f} s, peak {report['peak_mb']:.0f} MB")
+
+
+@pytest.mark.slow
+def test_two_hundred_megabyte_single_line(tmp_path: Path) -> None:
+    path = tmp_path / "one-line.log"
+    with path.open("wb") as out:
+        for _ in range(200):
+            out.write(b"3/8 [00:08<00:14]" * (1 << 20 // 17) + b"x" * ((1 << 20) % 17))
+        out.write(b"\r" + OOM.rstrip(b"\n"))
+    report = classify_measured(path)
+    assert report["rc"] == 0, report["err"]
+    (row,) = report["rows"]
+    assert row["reason"] == "gpu_oom"
+    assert row["lines"] == 1 and row["evidence"][0]["line"] == 1
+    assert row["evidence"][0]["text"].startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert report["peak_mb"] < MEMORY_BOUND_MB, report["peak_mb"]
+
+
+def test_empty_invalid_utf8_directory_and_missing_in_one_run(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(b"\xff\xfe\x00\x00\xc3\x28 \xa0\xa1\n\x00\x01\x02" + OOM.replace(b"20.00", b"\xe2\x28\xa1"))
+    directory = tmp_path / "adir"
+    directory.mkdir()
+    missing = tmp_path / "missing.log"
+    report = classify_measured(empty, junk, directory, missing)
+    assert report["rc"] == 1  # an input failed; the others were still classified
+    rows = {Path(r["path"]).name: r for r in report["rows"]}
+    assert rows["empty.log"]["reason"] == "no_signature" and rows["empty.log"]["bytes"] == 0
+    assert rows["junk.log"]["reason"] == "gpu_oom"
+    assert "\ufffd" in rows["junk.log"]["evidence"][0]["text"]
+    assert "is a directory" in rows["adir"]["error"]
+    assert "no such file" in rows["missing.log"]["error"]
+    assert [r["path"] for r in report["rows"]] == [str(p) for p in (empty, junk, directory, missing)]
+
+
+def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
+    fifo_free = tmp_path / "truncated.log.gz"
+    fifo_free.write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\x4b\x4c\x4a")  # gzip cut short
+    report = classify_measured(fifo_free)
+    assert report["rc"] == 1
+    assert "read failed" in report["rows"][0]["error"]

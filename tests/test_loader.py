@@ -1,0 +1,102 @@
+"""The loader refuses broken rules with the file, rule id and field named; operator
+folders go through the same loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from failclass.classify import Classifier
+from failclass.engine import Engine
+from failclass.errors import RuleError
+from failclass.rules import load_rules
+
+GOOD_RULE = """
+reason: gpu_oom
+rules:
+  - id: gpu_oom.site_allocator
+    kind: explicit
+    priority: 70
+    description: Our in-house allocator gave up.
+    patterns: ['acme-alloc: device heap exhausted']
+    examples:
+      positive:
+        - source: scenario:site_allocator
+          text: "acme-alloc: device heap exhausted on gpu 3"
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_operator_folder_adds_rules_through_the_same_loader(tmp_path: Path) -> None:
+    write(tmp_path, "gpu_oom.yaml", GOOD_RULE)
+    ruleset = load_rules([tmp_path])
+    assert "gpu_oom.site_allocator" in ruleset.by_id()
+    result = Classifier(ruleset).classify_bytes(b"step 10\nacme-alloc: device heap exhausted on gpu 3\n")
+    assert (result.reason, result.rule_id) == ("gpu_oom", "gpu_oom.site_allocator")
+    assert result.evidence[0].line == 2
+
+
+def test_operator_folder_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "gpu_oom.yaml", GOOD_RULE)
+    monkeypatch.setenv("FAILCLASS_RULES_DIR", str(tmp_path))
+    assert "gpu_oom.site_allocator" in load_rules().by_id()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "message"),
+    [
+        ("kind: explicit", "kind: explicitly", "kind", "must be one of"),
+        ("priority: 70", "priority: 700", "priority", "0 to 100"),
+        ("id: gpu_oom.site_allocator", "id: cpu_oom.site_allocator", "id", "must start with the file's reason"),
+        ("['acme-alloc: device heap exhausted']", "['acme-alloc: (device']", "patterns[0]", "does not compile"),
+        ("- source: scenario:site_allocator\n          text:", "- text:", "examples.positive[0].source", "needs its source"),
+        ("    description: Our in-house allocator gave up.\n", "", "description", "non-empty string"),
+    ],
+)
+def test_broken_rule_names_file_rule_and_field(tmp_path: Path, old: str, new: str, field: str, message: str) -> None:
+    assert old in GOOD_RULE
+    path = write(tmp_path, "gpu_oom.yaml", GOOD_RULE.replace(old, new))
+    with pytest.raises(RuleError) as caught:
+        load_rules([tmp_path], builtin=False)
+    text = str(caught.value)
+    assert str(path) in text and f"field '{field}'" in text and message in text
+
+
+def test_rule_without_positive_example_is_refused(tmp_path: Path) -> None:
+    start = GOOD_RULE.index("    examples:")
+    write(tmp_path, "gpu_oom.yaml", GOOD_RULE[:start])
+    with pytest.raises(RuleError, match="examples.positive.*at least one real example"):
+        load_rules([tmp_path], builtin=False)
+
+
+def test_duplicate_rule_id_across_folders_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "a", "gpu_oom.yaml", GOOD_RULE)
+    write(tmp_path / "b", "gpu_oom.yaml", GOOD_RULE)
+    with pytest.raises(RuleError, match="duplicate of a rule in"):
+        load_rules([tmp_path / "a", tmp_path / "b"], builtin=False)
+
+
+def test_file_named_after_another_reason_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "cpu_oom.yaml", GOOD_RULE)
+    with pytest.raises(RuleError, match="must be named gpu_oom.yaml"):
+        load_rules([tmp_path], builtin=False)
+
+
+def test_pattern_the_engine_cannot_run_is_named(tmp_path: Path) -> None:
+    # A backreference compiles in `regex` but Hyperscan refuses it: the error names the rule.
+    write(tmp_path, "gpu_oom.yaml", GOOD_RULE.replace("'acme-alloc: device heap exhausted'", "'acme-(alloc): \\1 heap'"))
+    ruleset = load_rules([tmp_path], builtin=False)
+    with pytest.raises(RuleError, match=r"gpu_oom.site_allocator: field 'patterns\[0\]': rejected by the engine"):
+        Engine(ruleset)
+
+
+def test_missing_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RuleError, match="rules folder does not exist"):
+        load_rules([tmp_path / "nope"])
