@@ -33,6 +33,7 @@ class Classification:
     categories: tuple[str, ...]
     source: str
     rule_id: str | None
+    why: str
     confidence: float
     evidence: tuple[Evidence, ...]
     bytes_read: int
@@ -47,6 +48,7 @@ class Classification:
             "categories": list(self.categories),
             "source": self.source,
             "rule_id": self.rule_id,
+            "why": self.why,
             "confidence": self.confidence,
             "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
             "bytes": self.bytes_read,
@@ -116,6 +118,7 @@ class Classifier:
             categories=reason.categories,
             source=source,
             rule_id=rule_id,
+            why=self.rules[rule_id].why if rule_id else "",
             confidence=confidence,
             evidence=evidence,
             bytes_read=size,

@@ -17,6 +17,8 @@ from failclass.errors import ConfigError, InputError
 from failclass.lint import lint
 from failclass.ruletest import run_examples
 from failclass.rules import RuleSet, load_rules
+from failclass.scaffold import new_rule
+from failclass.taxonomy import BUILTIN_DIR, builtin_taxonomy
 
 EXIT_INPUT = 1
 EXIT_USAGE = 2
@@ -63,6 +65,8 @@ def _human(path: str, result: Classification, explain: bool) -> str:
     else:
         head += "  (no rule matched)"
     lines = [head] + [f"    line {e.line}: {e.text}" for e in result.evidence]
+    if result.why:
+        lines.append(f"    why: {result.why}")
     if explain:
         for other in result.also_matched:
             lines.append(f"    also {other['rule_id']} ({other['reason']}) at line {other['line']}: lost, {other['lost_because']}")
@@ -151,6 +155,20 @@ def rules_list(ctx: click.Context, as_json: bool, reason: str | None) -> None:
     if not as_json:
         per_reason = Counter(r.reason for r in selected)
         click.echo(f"\n{len(selected)} rules over {len(per_reason)} reasons")
+
+
+@rules.command("new")
+@click.argument("reason")
+@click.argument("slug")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=BUILTIN_DIR, show_default=True)
+@click.pass_context
+def rules_new(ctx: click.Context, reason: str, slug: str, folder: Path) -> None:
+    """Append a rule skeleton for REASON to its file; fill in a real example before it loads."""
+    try:
+        path = new_rule(folder, builtin_taxonomy(), reason, slug)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"added {reason}.{slug} to {path}: fill in its pattern, description and a real example with its source")
 
 
 @rules.command("test")

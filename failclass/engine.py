@@ -12,8 +12,12 @@ no more than one that prints it once.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator
 
 import hyperscan
@@ -23,6 +27,7 @@ from failclass.logtext import evidence_text
 from failclass.rules import Rule, RuleSet
 
 MAX_PIECE = 4 << 20
+CACHE_ENV = "FAILCLASS_CACHE_DIR"
 
 
 
@@ -54,6 +59,46 @@ def _compile(expressions: list[bytes], flags: list[int]) -> hyperscan.Database:
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
     return database
+
+
+def cache_dir() -> Path:
+    """Where compiled rule databases are kept: FAILCLASS_CACHE_DIR, else the XDG cache."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failclass"
+
+
+def _cache_path(expressions: list[bytes], flags: list[int]) -> Path:
+    key = hashlib.sha256(f"{hyperscan.__version__}|{flags}|".encode() + b"\0".join(expressions))
+    return cache_dir() / f"rules-{key.hexdigest()[:40]}.hsdb"
+
+
+def _cached_database(path: Path) -> bytes | None:
+    """A database compiled by an earlier run, if intact and loadable on this CPU."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    digest, blob = data[:32], data[32:]
+    if hashlib.sha256(blob).digest() != digest:
+        return None
+    try:
+        hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+    except hyperscan.error:
+        return None
+    return blob
+
+
+def _store_database(path: Path, blob: bytes) -> None:
+    """Best effort: a read-only home only costs the next start a compile."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
+            out.write(hashlib.sha256(blob).digest() + blob)
+        os.replace(out.name, path)
+    except OSError:
+        pass
 
 
 def line_pieces(blocks: Iterable[bytes]) -> Iterator[bytes]:
@@ -121,13 +166,17 @@ class Engine:
                 self.pattern_owner.append((rule.id, index))
                 expressions.append(ruleset.expanded(pattern).encode("utf-8"))
                 flags.append(_flags(rule))
-        self._expressions, self._flags = expressions, flags
+        cache = _cache_path(expressions, flags)
+        self._blob = _cached_database(cache) or self._compile_and_store(expressions, flags, cache)
+        self._local = threading.local()
+
+    def _compile_and_store(self, expressions: list[bytes], flags: list[int], cache: Path) -> bytes:
         try:
-            database = _compile(expressions, flags)
+            blob = hyperscan.dumpb(_compile(expressions, flags))
         except hyperscan.error as exc:
             raise self._culprit(expressions, flags, exc) from None
-        self._local = threading.local()
-        self._local.database = database
+        _store_database(cache, blob)
+        return blob
 
     def _culprit(self, expressions: list[bytes], flags: list[int], exc: Exception) -> RuleError:
         """Find which pattern Hyperscan refused, to name its file, rule and field."""
@@ -141,11 +190,13 @@ class Engine:
         return RuleError("signatures", None, None, f"the engine cannot compile the rule set: {exc}")
 
     def _database(self) -> hyperscan.Database:
-        """One compiled database per thread: the binding scans and closes streams with the
-        database's own scratch space, which concurrent scans must not share."""
+        """One database and scratch space per thread: Hyperscan scratch cannot be shared
+        by concurrent scans, and the binding scans with the database's own scratch."""
         database = getattr(self._local, "database", None)
         if database is None:
-            database = self._local.database = _compile(self._expressions, self._flags)
+            database = hyperscan.loadb(self._blob, hyperscan.HS_MODE_BLOCK)
+            database.scratch = hyperscan.Scratch(database)
+            self._local.database = database
         return database
 
     def scan(self, blocks: Iterable[bytes]) -> ScanResult:

@@ -2,7 +2,7 @@
 
 A rule's leading ``^`` means "start of the message": after a carriage return or a line
 start, then any run of the known prefixes (rank tags, hosts, timestamps, glog).
-A trailing ``$`` tolerates CRLF. The expanded text is valid for Hyperscan and ``regex``.
+A trailing ``$`` tolerates CRLF. The expanded text is valid for Hyperscan and Python's ``re``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import regex
+import re
 import yaml
+
+from failclass.yamlload import SafeLoader
 
 from failclass.errors import ConfigError
 
@@ -26,7 +28,7 @@ class Prefix:
 def load_prefixes(path: Path) -> tuple[Prefix, ...]:
     """Read prefixes.yaml; every prefix must compile and consume each of its examples."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read prefixes: {exc}") from exc
     prefixes = []
@@ -35,8 +37,8 @@ def load_prefixes(path: Path) -> tuple[Prefix, ...]:
         if not pid or not pattern:
             raise ConfigError(f"{path}: every prefix needs an id and a pattern")
         try:
-            compiled = regex.compile(pattern)
-        except regex.error as exc:
+            compiled = re.compile(pattern)
+        except re.error as exc:
             raise ConfigError(f"{path}: prefix {pid}: pattern does not compile: {exc}") from exc
         examples = tuple(entry.get("examples") or ())
         for example in examples:

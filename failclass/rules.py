@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
-import regex
+import re
 import yaml
+
+from failclass.yamlload import SafeLoader
 
 from failclass.errors import RuleError
 from failclass.patterns import Prefix, expand, line_start, load_prefixes
@@ -20,8 +23,8 @@ from failclass.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxo
 
 KINDS = ("explicit", "implicit")
 DEFAULT_PRIORITY = {"explicit": 50, "implicit": 10}
-RULE_ID = regex.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
-SOURCE = regex.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
+RULE_ID = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
+SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
 RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
 
 
@@ -47,7 +50,7 @@ class Rule:
     path: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RuleSet:
     """Every loaded rule, with the prefixes and taxonomy their patterns rely on."""
 
@@ -56,7 +59,12 @@ class RuleSet:
     taxonomy: Taxonomy
 
     def expanded(self, pattern: str) -> str:
-        return expand(pattern, line_start(self.prefixes))
+        """The pattern as the engine compiles it (see patterns.expand)."""
+        return expand(pattern, self.line_start)
+
+    @cached_property
+    def line_start(self) -> str:
+        return line_start(self.prefixes)
 
     def by_id(self) -> dict[str, Rule]:
         return {rule.id: rule for rule in self.rules}
@@ -94,19 +102,20 @@ def _examples(raw: Any, path: str, rule_id: str, field: str, taxonomy: Taxonomy)
     return tuple(examples)
 
 
-def _patterns(raw: Any, path: str, rule_id: str, ignore_case: bool, start: str) -> tuple[str, ...]:
+def _patterns(raw: Any, path: str, rule_id: str, ignore_case: bool) -> tuple[str, ...]:
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
         raise RuleError(path, rule_id, "patterns", "must be a non-empty list of regexes")
-    flags = regex.IGNORECASE if ignore_case else 0
+    flags = re.IGNORECASE if ignore_case else 0
     for index, pattern in enumerate(raw):
         field = f"patterns[{index}]"
         _text(pattern, path, rule_id, field)
         try:
-            # bytes: the engine matches bytes, so '.' is one byte, as Hyperscan sees it
-            regex.compile(expand(pattern, start).encode("utf-8"), flags | regex.MULTILINE)
-        except regex.error as exc:
+            # bytes: the engine matches bytes, so '.' is one byte, as Hyperscan sees it; the
+            # prefixes that a leading '^' stands for are checked once, in load_prefixes
+            re.compile(pattern.encode("utf-8"), flags | re.MULTILINE)
+        except re.error as exc:
             raise RuleError(path, rule_id, field, f"does not compile: {exc}") from exc
     return tuple(raw)
 
@@ -114,7 +123,7 @@ def _patterns(raw: Any, path: str, rule_id: str, ignore_case: bool, start: str) 
 RULE_KEYS = {"id", "kind", "priority", "description", "why", "patterns", "ignore_case", "examples"}
 
 
-def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy, start: str) -> Rule:
+def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
     """Validate one rule mapping of a rule file."""
     if not isinstance(entry, dict):
         raise RuleError(path, None, "rules", "every rule must be a mapping")
@@ -151,7 +160,7 @@ def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy, start: st
         priority=priority,
         description=_text(entry.get("description"), path, rule_id, "description"),
         why=_text(entry.get("why"), path, rule_id, "why", required=False),
-        patterns=_patterns(entry.get("patterns"), path, rule_id, ignore_case, start),
+        patterns=_patterns(entry.get("patterns"), path, rule_id, ignore_case),
         ignore_case=ignore_case,
         positives=positives,
         negatives=_examples(examples.get("negative"), path, rule_id, "examples.negative", taxonomy),
@@ -159,11 +168,11 @@ def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy, start: st
     )
 
 
-def load_rule_file(path: Path, taxonomy: Taxonomy, start: str) -> list[Rule]:
+def load_rule_file(path: Path, taxonomy: Taxonomy) -> list[Rule]:
     """Load one <reason>.yaml file."""
     name = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise RuleError(name, None, None, f"cannot read: {exc}") from exc
     if not isinstance(data, dict):
@@ -176,7 +185,7 @@ def load_rule_file(path: Path, taxonomy: Taxonomy, start: str) -> list[Rule]:
     rules = data.get("rules")
     if not isinstance(rules, list) or not rules:
         raise RuleError(name, None, "rules", "must be a non-empty list")
-    return [parse_rule(entry, reason, name, taxonomy, start) for entry in rules]
+    return [parse_rule(entry, reason, name, taxonomy) for entry in rules]
 
 
 def rule_files(directory: Path) -> list[Path]:
@@ -191,7 +200,6 @@ def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet
     """Load the built-in rules and any extra folders; ids must be unique across all."""
     taxonomy = builtin_taxonomy()
     prefixes = load_prefixes(BUILTIN_DIR / "prefixes.yaml")
-    start = line_start(prefixes)
     dirs = ([BUILTIN_DIR] if builtin else []) + [Path(d) for d in extra_dirs]
     env_dir = os.environ.get(RULES_DIR_ENV)
     if env_dir:
@@ -200,7 +208,7 @@ def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet
     seen: dict[str, str] = {}
     for directory in dirs:
         for path in rule_files(directory):
-            for rule in load_rule_file(path, taxonomy, start):
+            for rule in load_rule_file(path, taxonomy):
                 if rule.id in seen:
                     raise RuleError(rule.path, rule.id, "id", f"duplicate of a rule in {seen[rule.id]}")
                 seen[rule.id] = rule.path

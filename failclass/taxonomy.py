@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from failclass.yamlload import SafeLoader
+
 from failclass.errors import ConfigError
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "signatures"
@@ -36,7 +38,7 @@ class Taxonomy:
 def load_taxonomy(path: Path) -> Taxonomy:
     """Read and check a taxonomy file: unique ids, known categories."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read taxonomy: {exc}") from exc
     categories = dict(data.get("categories") or {})

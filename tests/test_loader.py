@@ -100,3 +100,23 @@ def test_pattern_the_engine_cannot_run_is_named(tmp_path: Path) -> None:
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RuleError, match="rules folder does not exist"):
         load_rules([tmp_path / "nope"])
+
+
+def test_scaffolded_rule_is_refused_until_it_has_a_real_example(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    done = run_cli("rules", "new", "gpu_oom", "site_allocator", "--dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(RuleError, match=r"gpu_oom.site_allocator: field '(description|patterns\[0\]|examples.positive\[0\]\.\w+)'"):
+        load_rules([tmp_path], builtin=False)
+    assert run_cli("rules", "new", "gpu_oom", "site_allocator", "--dir", str(tmp_path)).returncode == 2
+    assert run_cli("rules", "new", "no_such_reason", "x", "--dir", str(tmp_path)).returncode == 2
+    text = (tmp_path / "gpu_oom.yaml").read_text()
+    filled = (
+        text.replace('description: ""', "description: in-house allocator")
+        .replace("      - ''", "      - 'acme-alloc: device heap exhausted'")
+        .replace('source: ""', "source: scenario:site_allocator")
+        .replace("# paste the real log lines here", "acme-alloc: device heap exhausted on gpu 3")
+    )
+    (tmp_path / "gpu_oom.yaml").write_text(filled)
+    assert "gpu_oom.site_allocator" in load_rules([tmp_path], builtin=False).by_id()
