@@ -129,3 +129,18 @@ def test_long_line_evidence_is_cut_around_the_match(local: Classifier) -> None:
     result = local.classify_bytes(b"x" * 100_000 + b"\n" + OOM + b" " + b"y" * 100_000)
     text = result.evidence[0].text
     assert text.startswith("torch.OutOfMemoryError") and text.endswith("…") and len(text) < 700
+
+
+def test_anchored_match_after_a_false_candidate_in_the_same_block(local: Classifier) -> None:
+    # "... was Killed" ends like the rule but is not at a message start; the real line
+    # comes later in the same 1 MB piece and must still be found, with its own number.
+    log = b"step 1\nworker 3 was Killed\n" + b"step 2\n" * 1000 + b"[rank0]: Killed\n"
+    result = local.classify_bytes(log)
+    assert result.rule_id == "cpu_oom.test_killed"
+    assert result.evidence[0].line == 1003
+
+
+def test_anchored_and_plain_matches_in_a_later_piece(local: Classifier) -> None:
+    filler = b"".join(b"step %07d loss 0.1234\n" % i for i in range(300_000))  # several pieces
+    result = local.classify_bytes(filler + b"[1,2]<stderr>:Killed\n")
+    assert (result.rule_id, result.evidence[0].line) == ("cpu_oom.test_killed", 300_001)
