@@ -12,6 +12,17 @@ from failclass.classify import Classifier
 
 PUBLIC = ROOT / "corpora" / "public"
 LOGS = sorted(PUBLIC.glob("*/*.log"))
+KNOWN_MISSES = {
+    line.split("|")[1].strip()
+    for line in (PUBLIC / "KNOWN_MISSES.md").read_text().splitlines()
+    if line.startswith("| ") and "/" in line.split("|")[1]
+}
+
+
+def _case(path: Path) -> object:
+    name = f"{path.parent.name}/{path.stem}"
+    marks = [pytest.mark.xfail(strict=True, reason="corpora/public/KNOWN_MISSES.md")] if name in KNOWN_MISSES else []
+    return pytest.param(path, id=name, marks=marks)
 
 
 def test_the_corpus_covers_every_reason(classifier: Classifier) -> None:
@@ -20,7 +31,12 @@ def test_the_corpus_covers_every_reason(classifier: Classifier) -> None:
     assert len(LOGS) >= 100
 
 
-@pytest.mark.parametrize("path", LOGS, ids=[f"{p.parent.name}/{p.stem}" for p in LOGS])
+def test_known_misses_are_few_and_exist() -> None:
+    assert all((PUBLIC / f"{name}.log").exists() for name in KNOWN_MISSES)
+    assert len(KNOWN_MISSES) <= 0.02 * len(LOGS)
+
+
+@pytest.mark.parametrize("path", [_case(p) for p in LOGS])
 def test_public_log_is_classified_as_its_folder(classifier: Classifier, path: Path) -> None:
     source = path.with_suffix(".url")
     assert source.exists() and source.read_text().strip().startswith(("https://", "http://", "scenario:"))
