@@ -20,6 +20,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
+	command -v rg >/dev/null || apt-get install -y ripgrep
 	$(BIN)/python benchmarks/engine_throughput.py
 
 clean:

@@ -36,6 +36,7 @@ from failclass.rules import Rule, RuleSet
 
 MAX_PIECE = 4 << 20
 CACHE_ENV = "FAILCLASS_CACHE_DIR"
+CACHE_KEEP = 8  # compiled rule sets kept (built-in, operator folders, recent edits)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ def _store(path: Path, blobs: tuple[bytes, bytes]) -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
             out.write(_pack(*blobs))
         os.replace(out.name, path)
+        older = sorted(path.parent.glob("rules-*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in older[CACHE_KEEP:]:
+            stale.unlink(missing_ok=True)
     except OSError:
         pass
 

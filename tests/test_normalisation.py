@@ -144,3 +144,29 @@ def test_anchored_and_plain_matches_in_a_later_piece(local: Classifier) -> None:
     filler = b"".join(b"step %07d loss 0.1234\n" % i for i in range(300_000))  # several pieces
     result = local.classify_bytes(filler + b"[1,2]<stderr>:Killed\n")
     assert (result.rule_id, result.evidence[0].line) == ("cpu_oom.test_killed", 300_001)
+
+
+def test_concurrent_scans_in_threads_agree(classifier: Classifier) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    logs = sorted((Path(__file__).parent.parent / "corpora" / "public").glob("*/*.log"))[:80]
+    alone = [classifier.classify_path(p).to_dict() for p in logs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda p: classifier.classify_path(p).to_dict(), logs * 3))
+    assert together == alone * 3
+
+
+def test_compiled_database_cache_is_reused_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from failclass.engine import CACHE_KEEP
+
+    monkeypatch.setenv("FAILCLASS_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    for n in range(CACHE_KEEP + 2):  # a new rule set each time: a new database
+        (folder / "gpu_oom.yaml").write_text(GPU_RULES.replace("CUDA out of memory", f"CUDA out of memory{n}"))
+        Classifier(load_rules([folder], builtin=False))
+    assert len(list(tmp_path.glob("rules-*.hsdb"))) == CACHE_KEEP
+    (cached,) = sorted(tmp_path.glob("rules-*.hsdb"), key=lambda p: p.stat().st_mtime)[-1:]
+    cached.write_bytes(b"garbage")  # a damaged cache file is recompiled, not trusted
+    again = Classifier(load_rules([folder], builtin=False))
+    assert again.classify_bytes(b"RuntimeError: CUDA out of memory9. x\n").reason == "gpu_oom"
