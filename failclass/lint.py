@@ -1,8 +1,8 @@
 """`failclass rules lint`: patterns that are dangerous, too broad, or overlap another rule.
 
-Hyperscan itself never backtracks, but the same patterns are read by `regex` (evidence
-extraction, operators' own tools, grep/ripgrep exports), so the dialect stays safe for
-backtracking engines too: no nested unbounded quantifiers, a required literal in each.
+Hyperscan itself never backtracks, but the same patterns are read by backtracking
+engines too (Python's `re` in the loader, operators' own tools, grep exports), so the
+dialect stays safe for them: no nested unbounded quantifiers, a required literal in each.
 """
 
 from __future__ import annotations
