@@ -42,3 +42,12 @@ def test_public_log_is_classified_as_its_folder(classifier: Classifier, path: Pa
     assert source.exists() and source.read_text().strip().startswith(("https://", "http://", "scenario:"))
     result = classifier.classify_path(path)
     assert result.reason == path.parent.name, f"{result.rule_id}: {[e.text for e in result.evidence]}"
+
+
+PASSED = sorted((ROOT / "corpora" / "passed").glob("*.log"))
+
+
+@pytest.mark.parametrize("path", PASSED, ids=[p.stem for p in PASSED])
+def test_passed_job_log_fires_no_signature(classifier: Classifier, path: Path) -> None:
+    result = classifier.classify_path(path)
+    assert result.reason == "no_signature", f"{result.rule_id} fired on a passed job: {[e.text for e in result.evidence]}"
