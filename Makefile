@@ -23,5 +23,11 @@ bench: $(STAMP)
 	command -v rg >/dev/null || apt-get install -y ripgrep
 	$(BIN)/python benchmarks/engine_throughput.py
 
+lint: $(STAMP)
+	$(BIN)/pip install --quiet ruff mypy types-PyYAML
+	$(BIN)/ruff check failclass tests benchmarks
+	$(BIN)/ruff format --check failclass tests benchmarks
+	$(BIN)/mypy --ignore-missing-imports failclass
+
 clean:
 	rm -rf $(VENV) .pytest_cache

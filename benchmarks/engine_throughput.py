@@ -132,13 +132,13 @@ def to_ere(pattern: str) -> str | None:
     """POSIX ERE for GNU grep: no (?:...), escapes inside brackets spelled out; None if grep refuses it."""
     ere = pattern.replace("(?:", "(").replace("\\r", "\r").replace("\\t", "\t").replace("\\d", "[0-9]")
     ere = ere.replace("[^\\]\r\n]", "[^]\r]").replace("[^ \\]]", "[^] ]").replace("\\n", "")
-    check = subprocess.run(["grep", "-E", "-e", ere, "/dev/null"], capture_output=True, env={"LC_ALL": "C"})
+    check = subprocess.run(["grep", "-E", "-e", ere, "/dev/null"], capture_output=True, env={"LC_ALL": "C"}, check=False)
     return ere if check.returncode == 1 else None
 
 
 def measure(command: list[str], env: dict[str, str] | None, timeout: float) -> dict:
     wrapped = [sys.executable, "-c", PEAK_WRAPPER, "timeout", str(timeout), *command]
-    done = subprocess.run(wrapped, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    done = subprocess.run(wrapped, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False)
     run = json.loads(done.stdout)
     if run["rc"] == 124:
         run["timed_out"] = True
@@ -210,7 +210,9 @@ def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict]) -
     full = rows["failclass classify"]
     sampled = rows["failclass classify (sample)"]
     print(f"corpus: {full['files']} logs, {full['mb']:.0f} MB; sample: {sampled['files']} logs, {sampled['mb']:.1f} MB")
-    print(f"{len(ruleset.rules)} rules, {pattern_count} patterns (grep runs {grep_count}; POSIX ERE lacks the syntax of the others)")
+    print(
+        f"{len(ruleset.rules)} rules, {pattern_count} patterns (grep runs {grep_count}; POSIX ERE lacks the syntax of the others)"
+    )
     print(f"{'tool':<32} {'MB':>7} {'seconds':>8} {'MB/s':>8} {'peak MB':>8} {'MB/s vs failclass':>18}")
     for name, row in rows.items():
         rate = row["mb"] / row["seconds"]

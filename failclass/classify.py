@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from failclass.engine import Engine, ScanResult
 from failclass.logtext import BlockReader, blocks_of_text, open_log

@@ -15,8 +15,8 @@ from failclass import __version__
 from failclass.classify import Classification, Classifier
 from failclass.errors import ConfigError, InputError
 from failclass.lint import lint
-from failclass.ruletest import run_examples
 from failclass.rules import RuleSet, load_rules
+from failclass.ruletest import run_examples
 from failclass.scaffold import new_rule
 from failclass.taxonomy import BUILTIN_DIR, builtin_taxonomy
 
@@ -24,22 +24,25 @@ EXIT_INPUT = 1
 EXIT_USAGE = 2
 
 
+class ConfigProblem(click.ClickException):
+    """Invalid rules, prefixes or taxonomy: reported like a usage error."""
+
+    exit_code = EXIT_USAGE
+
+
 def _ruleset(ctx: click.Context) -> RuleSet:
     try:
         return load_rules(ctx.obj["rules_dirs"])
     except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
-        raise  # unreachable: ctx.exit raises
+        raise ConfigProblem(str(exc)) from None
 
 
 def _classifier(ctx: click.Context) -> Classifier:
+    ruleset = _ruleset(ctx)
     try:
-        return Classifier(_ruleset(ctx))
+        return Classifier(ruleset)
     except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        ctx.exit(EXIT_USAGE)
-        raise
+        raise ConfigProblem(str(exc)) from None
 
 
 @click.group()
@@ -69,7 +72,9 @@ def _human(path: str, result: Classification, explain: bool) -> str:
         lines.append(f"    why: {result.why}")
     if explain:
         for other in result.also_matched:
-            lines.append(f"    also {other['rule_id']} ({other['reason']}) at line {other['line']}: lost, {other['lost_because']}")
+            lines.append(
+                f"    also {other['rule_id']} ({other['reason']}) at line {other['line']}: lost, {other['lost_because']}"
+            )
     return "\n".join(lines)
 
 
@@ -86,7 +91,9 @@ def _summary(results: Counter[str], errors: int, names: dict[str, str]) -> str:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file, one per line (the classify contract).")
 @click.option("--explain", is_flag=True, help="Also show the rules that matched and why they lost.")
-@click.option("--summary/--no-summary", default=None, help="Counts per reason at the end (default: on for several files, text mode).")
+@click.option(
+    "--summary/--no-summary", default=None, help="Counts per reason at the end (default: on for several files, text mode)."
+)
 @click.pass_context
 def classify(ctx: click.Context, files: tuple[Path, ...], as_json: bool, explain: bool, summary: bool | None) -> None:
     """Classify failed-attempt logs (plain or gzip; '-' reads standard input)."""

@@ -23,9 +23,10 @@ import os
 import struct
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import hyperscan
 
@@ -34,6 +35,7 @@ from failclass.logtext import evidence_text
 from failclass.patterns import expand
 from failclass.rules import Rule, RuleSet
 
+HYPERSCAN_VERSION = version("hyperscan")
 MAX_PIECE = 4 << 20
 CACHE_ENV = "FAILCLASS_CACHE_DIR"
 CACHE_KEEP = 8  # compiled rule sets kept (built-in, operator folders, recent edits)
@@ -67,7 +69,7 @@ class _Expressions:
     confirm_flags: list[int]
 
     def cache_key(self) -> str:
-        digest = hashlib.sha256(f"{hyperscan.__version__}|{self.main_flags}|{self.anchored}|{self.confirm_flags}|".encode())
+        digest = hashlib.sha256(f"{HYPERSCAN_VERSION}|{self.main_flags}|{self.anchored}|{self.confirm_flags}|".encode())
         for expression in self.main + [b"--"] + self.confirm:
             digest.update(expression + b"\0")
         return digest.hexdigest()[:40]
@@ -163,7 +165,7 @@ def line_pieces(blocks: Iterable[bytes]) -> Iterator[bytes]:
 class _Scan:
     """State of one scan: the current piece, the lines before it, the hits so far."""
 
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: Engine) -> None:
         self.pattern_owner = engine.pattern_owner
         self.anchored = engine.anchored
         self.hits: list[Hit] = []
@@ -255,7 +257,9 @@ class Engine:
     def _compile_and_store(self, expressions: _Expressions, cache: Path) -> tuple[bytes, bytes]:
         try:
             main = _compile(expressions.main, expressions.main_flags)
-            confirm = _compile(expressions.confirm, expressions.confirm_flags, expressions.anchored) if expressions.confirm else None
+            confirm = (
+                _compile(expressions.confirm, expressions.confirm_flags, expressions.anchored) if expressions.confirm else None
+            )
         except hyperscan.error as exc:
             raise self._culprit(expressions, exc) from None
         blobs = (hyperscan.dumpb(main), hyperscan.dumpb(confirm) if confirm else b"")
@@ -297,6 +301,7 @@ class Engine:
                 # Only from the first candidate line on: each body reports once per piece,
                 # so a later occurrence after a false candidate must be found here too.
                 state.offset_shift = state.confirm_from
-                confirm.scan(memoryview(piece)[state.confirm_from :], match_event_handler=state.on_match)
+                tail = memoryview(piece)[state.confirm_from :]
+                confirm.scan(tail, match_event_handler=state.on_match)  # type: ignore[type-var]  # any buffer works
             state.end_piece()
         return ScanResult(tuple(state.hits), state.line_count())

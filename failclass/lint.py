@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import re._parser as sre_parse  # Python's own regex parser: a real AST, no guessing
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from failclass.engine import Engine
 from failclass.logtext import blocks_of_text
@@ -102,7 +103,9 @@ def overlaps(ruleset: RuleSet, engine: Engine) -> Iterator[Finding]:
                 other = rules[other_id]
                 if other.reason != rule.reason and other.priority >= rule.priority:
                     yield Finding(
-                        "warning", rule.id, rule.path,
+                        "warning",
+                        rule.id,
+                        rule.path,
                         f"examples.positive[{number}] is also matched by {other_id} ({other.reason}, priority {other.priority})",
                     )
 
@@ -120,4 +123,3 @@ def lint(ruleset: RuleSet, engine: Engine) -> list[Finding]:
             owners.setdefault(key, rule.id)
     findings.extend(overlaps(ruleset, engine))
     return findings
-

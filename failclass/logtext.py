@@ -14,8 +14,9 @@ import gzip
 import io
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from failclass.errors import InputError
 

@@ -7,15 +7,14 @@ A trailing ``$`` tolerates CRLF. The expanded text is valid for Hyperscan and Py
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import re
 import yaml
 
-from failclass.yamlload import SafeLoader
-
 from failclass.errors import ConfigError
+from failclass.yamlload import SafeLoader
 
 
 @dataclass(frozen=True)

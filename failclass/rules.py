@@ -7,19 +7,19 @@ rule stops the load with its file, rule id and field named (never skipped silent
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-import re
 import yaml
-
-from failclass.yamlload import SafeLoader
 
 from failclass.errors import RuleError
 from failclass.patterns import Prefix, expand, line_start, load_prefixes
 from failclass.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxonomy
+from failclass.yamlload import SafeLoader
 
 KINDS = ("explicit", "implicit")
 DEFAULT_PRIORITY = {"explicit": 50, "implicit": 10}

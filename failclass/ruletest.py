@@ -36,7 +36,9 @@ def run_examples(classifier: Classifier) -> tuple[int, list[ExampleFailure]]:
             result = classifier.classify_bytes(example.text)
             if result.reason != expected:
                 failures.append(
-                    ExampleFailure(rule.id, rule.path, name, f"classified as {result.reason} by {result.rule_id}, expected {expected}")
+                    ExampleFailure(
+                        rule.id, rule.path, name, f"classified as {result.reason} by {result.rule_id}, expected {expected}"
+                    )
                 )
         for number, example in enumerate(rule.negatives):
             count += 1

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from failclass.yamlload import SafeLoader
-
 from failclass.errors import ConfigError
+from failclass.yamlload import SafeLoader
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "signatures"
 NO_SIGNATURE = "no_signature"

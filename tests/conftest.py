@@ -27,4 +27,5 @@ def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
         text=True,
         cwd=ROOT,
         timeout=600,
+        check=False,
     )

@@ -55,7 +55,7 @@ def test_human_output_and_summary(tmp_path: Path) -> None:
 
 def test_explain_lists_losing_rules(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
-    log.write_text(OOM + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n")
+    log.write_text(OOM + 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n')
     done = run_cli("classify", "--json", "--explain", str(log))
     row = json.loads(done.stdout)
     assert row["reason"] == "gpu_oom"

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 MEMORY_BOUND_MB = 150  # the interpreter, the rules and two 4 MB pieces fit well inside

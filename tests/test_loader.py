@@ -107,7 +107,9 @@ def test_scaffolded_rule_is_refused_until_it_has_a_real_example(tmp_path: Path) 
 
     done = run_cli("rules", "new", "gpu_oom", "site_allocator", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    with pytest.raises(RuleError, match=r"gpu_oom.site_allocator: field '(description|patterns\[0\]|examples.positive\[0\]\.\w+)'"):
+    with pytest.raises(
+        RuleError, match=r"gpu_oom.site_allocator: field '(description|patterns\[0\]|examples.positive\[0\]\.\w+)'"
+    ):
         load_rules([tmp_path], builtin=False)
     assert run_cli("rules", "new", "gpu_oom", "site_allocator", "--dir", str(tmp_path)).returncode == 2
     assert run_cli("rules", "new", "no_such_reason", "x", "--dir", str(tmp_path)).returncode == 2

@@ -57,7 +57,9 @@ def test_ecc_error_inside_nccl_watchdog_is_gpu_ecc(classifier: Classifier) -> No
         ("traceback_from_crash.deepspeed_launcher_exit", "syntax_error.python_invalid_syntax", "syntax_error"),
     ],
 )
-def test_launcher_summary_hides_the_real_error_above_it(classifier: Classifier, summary_rule: str, cause_rule: str, reason: str) -> None:
+def test_launcher_summary_hides_the_real_error_above_it(
+    classifier: Classifier, summary_rule: str, cause_rule: str, reason: str
+) -> None:
     summary = real(classifier, summary_rule)
     assert classify(classifier, summary)["reason"] == "traceback_from_crash"
     assert classify(classifier, real(classifier, cause_rule), summary)["reason"] == reason
