@@ -27,13 +27,14 @@ def _case(path: Path) -> object:
 
 def test_the_corpus_covers_every_reason(classifier: Classifier) -> None:
     reasons = {path.parent.name for path in LOGS}
-    assert reasons == set(classifier.ruleset.taxonomy.reasons) - {"no_signature"}
+    assert reasons - {"no_signature"} == set(classifier.ruleset.taxonomy.reasons) - {"no_signature"}
+    assert reasons <= set(classifier.ruleset.taxonomy.reasons)
     assert len(LOGS) >= 100
 
 
 def test_known_misses_are_few_and_exist() -> None:
     assert all((PUBLIC / f"{name}.log").exists() for name in KNOWN_MISSES)
-    assert len(KNOWN_MISSES) <= 0.02 * len(LOGS)
+    assert len(KNOWN_MISSES) <= 0.02 * len(LOGS)  # a few, each with its reason
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in LOGS])
