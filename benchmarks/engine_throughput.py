@@ -211,7 +211,7 @@ def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict]) -
     sampled = rows["failclass classify (sample)"]
     print(f"corpus: {full['files']} logs, {full['mb']:.0f} MB; sample: {sampled['files']} logs, {sampled['mb']:.1f} MB")
     print(
-        f"{len(ruleset.rules)} rules, {pattern_count} patterns (grep runs {grep_count}; POSIX ERE lacks the syntax of the others)"
+        f"{len(ruleset.rules)} rules, {pattern_count} patterns (grep runs {grep_count} of them: the rest use syntax POSIX ERE lacks)"
     )
     print(f"{'tool':<32} {'MB':>7} {'seconds':>8} {'MB/s':>8} {'peak MB':>8} {'MB/s vs failclass':>18}")
     for name, row in rows.items():
