@@ -15,7 +15,7 @@ from failclass import __version__
 from failclass.classify import Classification, Classifier
 from failclass.errors import ConfigError, InputError
 from failclass.lint import lint
-from failclass.rules import RuleSet, load_rules
+from failclass.rules import Rule, RuleSet, load_rules
 from failclass.ruletest import run_examples
 from failclass.scaffold import new_rule
 from failclass.taxonomy import BUILTIN_DIR, builtin_taxonomy
@@ -131,7 +131,7 @@ def rules() -> None:
     """List, test and lint the signature rules."""
 
 
-def _rule_dict(rule: Any) -> dict[str, Any]:
+def _rule_dict(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.id,
         "reason": rule.reason,

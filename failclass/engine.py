@@ -46,7 +46,6 @@ class Hit:
     """The first match of one rule pattern in a log."""
 
     rule_id: str
-    pattern_index: int
     offset: int
     line: int
     text: str
@@ -204,9 +203,9 @@ class _Scan:
         line_start = piece.rfind(b"\n", 0, last_char) + 1
         line_end = piece.find(b"\n", end)
         line = piece[line_start : line_end if line_end >= 0 else len(piece)]
-        rule_id, pattern_index = self.pattern_owner[pattern_id]
+        rule_id = self.pattern_owner[pattern_id][0]
         text = evidence_text(line, end - line_start)
-        self.hits.append(Hit(rule_id, pattern_index, self.piece_start + end, self._line_number(line_start), text))
+        self.hits.append(Hit(rule_id, self.piece_start + end, self._line_number(line_start), text))
 
     def _line_number(self, line_start: int) -> int:
         """1-based number of the line starting at ``line_start``; counts incrementally

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from failclass.classify import Classifier
-from failclass.logtext import blocks_of_text
+from failclass.classify import Classification, Classifier
 
 
 @dataclass(frozen=True)
@@ -19,6 +18,11 @@ class ExampleFailure:
         return f"{self.path}: rule {self.rule_id}: {self.example}: {self.problem}"
 
 
+def fired_rules(result: Classification) -> set[str]:
+    """Every rule that matched: the winner and the ones that lost to it."""
+    return {result.rule_id, *(other["rule_id"] for other in result.also_matched)} - {None}
+
+
 def run_examples(classifier: Classifier) -> tuple[int, list[ExampleFailure]]:
     """Run every example: positives must fire their rule and classify as the rule's reason
     (or their ``classify_as``); negatives must not fire the rule. Returns (examples run, failures)."""
@@ -28,12 +32,11 @@ def run_examples(classifier: Classifier) -> tuple[int, list[ExampleFailure]]:
         for number, example in enumerate(rule.positives):
             count += 1
             name = f"examples.positive[{number}]"
-            fired = {hit.rule_id for hit in classifier.engine.scan(blocks_of_text(example.text)).hits}
-            if rule.id not in fired:
+            result = classifier.classify_bytes(example.text)
+            if rule.id not in fired_rules(result):
                 failures.append(ExampleFailure(rule.id, rule.path, name, "the rule does not match it"))
                 continue
             expected = example.classify_as or rule.reason
-            result = classifier.classify_bytes(example.text)
             if result.reason != expected:
                 failures.append(
                     ExampleFailure(
@@ -42,7 +45,6 @@ def run_examples(classifier: Classifier) -> tuple[int, list[ExampleFailure]]:
                 )
         for number, example in enumerate(rule.negatives):
             count += 1
-            fired = {hit.rule_id for hit in classifier.engine.scan(blocks_of_text(example.text)).hits}
-            if rule.id in fired:
+            if rule.id in fired_rules(classifier.classify_bytes(example.text)):
                 failures.append(ExampleFailure(rule.id, rule.path, f"examples.negative[{number}]", "the rule matches it"))
     return count, failures
