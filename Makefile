@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean corpus train evaluate
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,20 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Regenerate the produced corpus (real failing programs; needs gcc, OpenMPI, root for the
+# cgroup OOM scenario) and the manifest; then retrain the fallback model.
+corpus: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[corpus]'
+	command -v mpirun >/dev/null || apt-get install -y openmpi-bin libopenmpi-dev
+	$(BIN)/python corpora/build.py
+
+train: $(STAMP)
+	$(BIN)/failclass train
+
+evaluate: $(STAMP)
+	$(BIN)/failclass evaluate --split test
+	$(BIN)/failclass evaluate --split holdout
 
 bench: $(STAMP)
 	command -v rg >/dev/null || apt-get install -y ripgrep

@@ -4,7 +4,7 @@
 
 Each ``corpora/scenarios/<name>.sh|.py`` runs with PY set to this interpreter (the
 project's virtualenv, which has torch) and TORCHRUN beside it; its stdout and stderr
-go to ``DIR/<name>.log`` and one row per scenario to ``DIR/manifest.jsonl`` (command,
+go to ``DIR/<name>.log`` (default build/scenarios/) and one row per scenario to ``DIR/manifest.jsonl`` (command,
 exit status, seconds, bytes). With ``--check``, every rule example whose source is
 ``scenario:<name>`` must appear, line for line, in what that scenario printed now
 (paths of this checkout are written as in the original run, ``/work/main``): the
@@ -53,27 +53,39 @@ def missing_tool(path: Path) -> str | None:
     return None
 
 
-def run(path: Path, out: Path) -> dict:
+def execute(path: Path) -> tuple[bytes, dict]:
+    """Run one scenario; its output (checkout paths written as in the recorded runs) and facts."""
     # Run from the scenarios folder by relative name, as the recorded runs were: bash and
     # Python print the script's name in their messages.
     command = ["bash", path.name] if path.suffix == ".sh" else [sys.executable, f"./{path.name}"]
-    env = {**os.environ, "PY": sys.executable, "TORCHRUN": str(Path(sys.executable).with_name("torchrun"))}
+    venv_bin = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PY": sys.executable,
+        "TORCHRUN": str(Path(sys.executable).with_name("torchrun")),
+        "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}",
+    }
     started = time.monotonic()
     try:
         done = subprocess.run(command, capture_output=True, env=env, cwd=SCENARIOS, timeout=TIMEOUT, check=False)
         output, status = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
         output, status = (exc.stdout or b"") + (exc.stderr or b""), "timeout"
-    log = out / f"{path.stem}.log"
-    log.write_bytes(output.replace(str(ROOT).encode(), RECORDED_ROOT.encode()))
-    return {
+    facts = {
         "scenario": path.stem,
-        "command": f"cd corpora/scenarios && {' '.join(command)}",
+        "command": f"cd corpora/scenarios && {' '.join(command).replace(sys.executable, '$PY')}",
         "status": status,
         "seconds": round(time.monotonic() - started, 1),
         "bytes": len(output),
-        "log": str(log),
     }
+    return output.replace(str(ROOT).encode(), RECORDED_ROOT.encode()), facts
+
+
+def run(path: Path, out: Path) -> dict:
+    output, facts = execute(path)
+    log = out / f"{path.stem}.log"
+    log.write_bytes(output)
+    return {**facts, "log": str(log)}
 
 
 def ungrounded(printed: dict[str, str]) -> list[str]:
@@ -106,7 +118,7 @@ def normalise(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "corpora" / "produced")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "scenarios")
     parser.add_argument("--only", action="append", help="run only scenarios whose name contains this (repeatable)")
     parser.add_argument("--check", action="store_true", help="verify that scenario-sourced examples are printed now")
     args = parser.parse_args()

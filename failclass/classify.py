@@ -7,13 +7,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from failclass.artifact import LoadedModel
 from failclass.engine import Engine, ScanResult
-from failclass.logtext import BlockReader, blocks_of_text, open_log
-from failclass.rootcause import Ranking, rank
+from failclass.logtext import EVIDENCE_CHARS, BlockReader, Tail, blocks_of_text, open_log
+from failclass.region import region_indices, segment
+from failclass.rootcause import Candidate, Ranking, rank
 from failclass.rules import RuleSet, load_rules
 from failclass.taxonomy import NO_SIGNATURE
 
 MAX_EVIDENCE_LINES = 5
+
+
+def evidence_cut(text: str) -> str:
+    """A model evidence line as readable as a signature's: stripped, at most EVIDENCE_CHARS."""
+    text = text.strip()
+    return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
 
 
 def signature_confidence(priority: int) -> float:
@@ -25,6 +33,15 @@ def signature_confidence(priority: int) -> float:
 class Evidence:
     line: int
     text: str
+
+
+@dataclass(frozen=True)
+class ModelGuess:
+    """What the fallback model says of a log, when it is confident enough."""
+
+    reason: str
+    confidence: float
+    evidence: Evidence
 
 
 @dataclass(frozen=True)
@@ -61,12 +78,21 @@ class Classification:
 
 
 class Classifier:
-    """Rules compiled once, then any number of logs classified."""
+    """Rules compiled once (and the fallback model, if given), then any number of logs
+    classified. An explicit signature always wins; the model answers only when no
+    explicit one matched and it is at least as confident as its threshold; below that
+    the implicit signature (a consequence such as a bare traceback) or "No signature"
+    stands. A model answer that is itself only a consequence (a reason no explicit rule
+    names) does not replace an implicit signature: it would add nothing to it."""
 
-    def __init__(self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = ()) -> None:
+    def __init__(
+        self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
+    ) -> None:
         self.ruleset = ruleset or load_rules(extra_rule_dirs)
         self.engine = Engine(self.ruleset)
         self.rules = self.ruleset.by_id()
+        self.model = model
+        self.consequences = self.ruleset.consequence_reasons()
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
@@ -76,18 +102,49 @@ class Classifier:
         return self._classify(blocks_of_text(data))
 
     def _classify(self, reader: BlockReader) -> Classification:
-        scan = self.engine.scan(reader)
-        return self._decide(scan, reader.bytes_read)
-
-    def _decide(self, scan: ScanResult, size: int) -> Classification:
+        tail = Tail()
+        scan = self.engine.scan(tail.watch(reader))
         ranking = rank(scan.hits, self.rules)
-        if ranking.winner is None:
-            return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, size, ranking)
         winner = ranking.winner
+        if winner is not None and winner.rule.kind == "explicit":
+            return self._signature(winner, scan, reader.bytes_read, ranking)
+        guess = self._guess(tail, scan.lines)
+        if guess is not None and (winner is None or guess.reason not in self.consequences):
+            others = ranking.others
+            if winner is not None:
+                beaten = f"implicit signature; the model is {guess.confidence:.2f} confident of {guess.reason}"
+                others = ((winner, beaten), *others)
+            return self._classification(
+                guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, reader.bytes_read, others
+            )
+        if winner is not None:
+            return self._signature(winner, scan, reader.bytes_read, ranking)
+        return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
+
+    def _guess(self, tail: Tail, total_lines: int) -> ModelGuess | None:
+        """The model's answer from the end of the log, if it names a failure confidently."""
+        if self.model is None:
+            return None
+        numbered = tail.numbered_lines(total_lines)
+        texts = [text for _, text in numbered]
+        probabilities = self.model.model.predict_proba(["\n".join(texts)])[0]
+        best = int(probabilities.argmax())
+        reason = str(self.model.model.classes_[best])
+        confidence = float(probabilities[best])
+        if reason == NO_SIGNATURE or confidence < self.model.threshold:
+            return None
+        region = region_indices(texts)
+        strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]
+        line, text = numbered[strongest]
+        return ModelGuess(reason, round(confidence, 2), Evidence(line, evidence_cut(segment(text))))
+
+    def _signature(self, winner: Candidate, scan: ScanResult, size: int, ranking: Ranking) -> Classification:
         lines = {hit.line: hit.text for hit in winner.hits}
         evidence = tuple(Evidence(n, text) for n, text in sorted(lines.items())[:MAX_EVIDENCE_LINES])
         confidence = signature_confidence(winner.rule.priority)
-        return self._classification(winner.rule.reason, "signature", winner.rule.id, confidence, evidence, scan, size, ranking)
+        return self._classification(
+            winner.rule.reason, "signature", winner.rule.id, confidence, evidence, scan, size, ranking.others
+        )
 
     def _classification(
         self,
@@ -98,7 +155,7 @@ class Classifier:
         evidence: tuple[Evidence, ...],
         scan: ScanResult,
         size: int,
-        ranking: Ranking,
+        others: tuple[tuple[Candidate, str], ...],
     ) -> Classification:
         reason = self.ruleset.taxonomy[reason_id]
         also = tuple(
@@ -111,7 +168,7 @@ class Classifier:
                 "text": loser.first.text,
                 "lost_because": why,
             }
-            for loser, why in ranking.others
+            for loser, why in others
         )
         return Classification(
             reason=reason.id,

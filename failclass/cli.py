@@ -12,8 +12,11 @@ from typing import Any
 import click
 
 from failclass import __version__
+from failclass.artifact import LoadedModel, ModelError, configured_path, load
 from failclass.classify import Classification, Classifier
+from failclass.corpus import MANIFEST, read_manifest, scan_labels
 from failclass.errors import ConfigError, InputError
+from failclass.labels import add_label, labels_dir
 from failclass.lint import lint
 from failclass.rules import Rule, RuleSet, load_rules
 from failclass.ruletest import run_examples
@@ -37,10 +40,28 @@ def _ruleset(ctx: click.Context) -> RuleSet:
         raise ConfigProblem(str(exc)) from None
 
 
-def _classifier(ctx: click.Context) -> Classifier:
-    ruleset = _ruleset(ctx)
+def _model(ctx: click.Context, ruleset: RuleSet, required: bool = False) -> LoadedModel | None:
+    """The fallback model: an explicitly named one must load; the built-in one, if it
+    cannot, is reported and classification goes on with rules only."""
+    if ctx.obj["no_model"] and not required:
+        return None
+    path, explicit = (ctx.obj["model"], True) if ctx.obj["model"] else configured_path()
     try:
-        return Classifier(ruleset)
+        loaded = load(path, set(ruleset.taxonomy.reasons))
+    except ModelError as exc:
+        if explicit or required:
+            raise ConfigProblem(str(exc)) from None
+        click.echo(f"warning: {exc}; classifying with rules only", err=True)
+        return None
+    threshold = ctx.obj["threshold"]
+    return loaded if threshold is None else loaded.with_threshold(threshold)
+
+
+def _classifier(ctx: click.Context, with_model: bool = False) -> Classifier:
+    ruleset = _ruleset(ctx)
+    model = _model(ctx, ruleset) if with_model else None
+    try:
+        return Classifier(ruleset, model=model)
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
 
@@ -54,10 +75,23 @@ def _classifier(ctx: click.Context) -> Classifier:
     type=click.Path(file_okay=False, path_type=Path),
     help="An extra folder of rule files, loaded after the built-in ones (repeatable; also FAILCLASS_RULES_DIR).",
 )
+@click.option(
+    "--model",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The fallback model (a .joblib with its .json); default models/fallback.joblib, or FAILCLASS_MODEL.",
+)
+@click.option("--no-model", is_flag=True, help="Rules only: do not load the fallback model.")
+@click.option(
+    "--model-threshold",
+    type=click.FloatRange(0, 1),
+    help="Answer with the model from this confidence on (default: the threshold chosen by `train`).",
+)
 @click.pass_context
-def main(ctx: click.Context, rules_dirs: tuple[Path, ...]) -> None:
+def main(
+    ctx: click.Context, rules_dirs: tuple[Path, ...], model: Path | None, no_model: bool, model_threshold: float | None
+) -> None:
     """failclass: name why a GPU training attempt failed, from its logs."""
-    ctx.obj = {"rules_dirs": rules_dirs}
+    ctx.obj = {"rules_dirs": rules_dirs, "model": model, "no_model": no_model, "threshold": model_threshold}
 
 
 def _human(path: str, result: Classification, explain: bool) -> str:
@@ -65,6 +99,8 @@ def _human(path: str, result: Classification, explain: bool) -> str:
     head = f"{path}: {result.reason_name} [{categories}]"
     if result.rule_id:
         head += f"  (rule {result.rule_id}, confidence {result.confidence:.2f})"
+    elif result.source == "model":
+        head += f"  (model, confidence {result.confidence:.2f}: no signature matched)"
     else:
         head += "  (no rule matched)"
     lines = [head] + [f"    line {e.line}: {e.text}" for e in result.evidence]
@@ -97,7 +133,7 @@ def _summary(results: Counter[str], errors: int, names: dict[str, str]) -> str:
 @click.pass_context
 def classify(ctx: click.Context, files: tuple[Path, ...], as_json: bool, explain: bool, summary: bool | None) -> None:
     """Classify failed-attempt logs (plain or gzip; '-' reads standard input)."""
-    classifier = _classifier(ctx)
+    classifier = _classifier(ctx, with_model=True)
     counts: Counter[str] = Counter()
     errors = 0
     for path in files:
@@ -205,6 +241,86 @@ def rules_lint(ctx: click.Context, strict: bool) -> None:
     click.echo(f"{len(classifier.ruleset.rules)} rules: {errors} errors, {warnings} warnings")
     if errors or (strict and warnings):
         ctx.exit(EXIT_INPUT)
+
+
+labels_dir_option = click.option(
+    "--labels-dir",
+    "labels_dir_",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Operators' labels (default corpora/labels, or FAILCLASS_LABELS_DIR).",
+)
+
+
+@main.command()
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the model (default: models/fallback.joblib, or FAILCLASS_MODEL).",
+)
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=MANIFEST, show_default=True)
+@labels_dir_option
+def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
+    """Fit the fallback model on the corpus's training side and operators' labels."""
+    from failclass.training import train as fit  # scikit-learn's model selection loads only here
+
+    out = out or configured_path()[0]
+    try:
+        corpus = read_manifest(manifest)
+    except ConfigError as exc:
+        raise ConfigProblem(str(exc)) from None
+    labels = list(scan_labels(labels_dir_ or labels_dir()))
+    metadata = fit(corpus, labels, out)
+    chosen = next(p for p in metadata["threshold_choice"]["curve"] if p["threshold"] == metadata["threshold"])
+    click.echo(
+        f"trained on {metadata['trained_on']['logs']} logs ({len(labels)} operator labels), "
+        f"{len(metadata['classes'])} classes, in {metadata['fit_seconds']} s\n"
+        f"threshold {metadata['threshold']}: cross-validated precision {chosen['precision']:.3f}, "
+        f"answers {chosen['coverage']:.1%} of failed logs\n"
+        f"wrote {out} and {out.with_suffix('.json')}"
+    )
+
+
+@main.command("evaluate")
+@click.option("--split", type=click.Choice(["test", "train", "holdout"]), default="test", show_default=True)
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=MANIFEST, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Every figure, the confusion matrix included, as JSON.")
+@click.pass_context
+def evaluate_command(ctx: click.Context, split: str, manifest: Path, as_json: bool) -> None:
+    """Rules alone versus rules plus the model on one side of the corpus."""
+    from failclass.evaluation import evaluate, render  # scikit-learn's metrics load only here
+
+    ruleset = _ruleset(ctx)
+    model = _model(ctx, ruleset, required=True)
+    try:
+        corpus = read_manifest(manifest)
+        result = evaluate(corpus, Classifier(ruleset), Classifier(ruleset, model=model), split)
+    except ConfigError as exc:
+        raise ConfigProblem(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        click.echo(render(result, {r.id: r.name for r in ruleset.taxonomy.reasons.values()}))
+
+
+@main.command()
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("reason")
+@click.option("--note", default="", help="Why: kept beside the label.")
+@labels_dir_option
+@click.pass_context
+def label(ctx: click.Context, log: Path, reason: str, note: str, labels_dir_: Path | None) -> None:
+    """Correct the reason of LOG; the next `failclass train` learns it."""
+    taxonomy = _ruleset(ctx).taxonomy
+    try:
+        stored = add_label(log, reason, set(taxonomy.reasons), labels_dir_ or labels_dir(), note)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        ctx.exit(EXIT_INPUT)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="REASON") from None
+    click.echo(f"labelled {log} as {taxonomy[reason].name}: kept as {stored}; `failclass train` will learn it")
 
 
 if __name__ == "__main__":

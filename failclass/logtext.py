@@ -14,13 +14,14 @@ import gzip
 import io
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from failclass.errors import InputError
 
 BLOCK_SIZE = 1 << 20
+TAIL_BYTES = 64 << 10  # what the fallback model may read: the end of the log
 EVIDENCE_CHARS = 600
 GZIP_MAGIC = b"\x1f\x8b"
 ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -70,6 +71,43 @@ class BlockReader:
                 return
             self.bytes_read += len(block)
             yield strip_ansi(block)
+
+
+class Tail:
+    """The last ``size`` bytes of a stream of blocks, kept while the blocks pass through."""
+
+    def __init__(self, size: int = TAIL_BYTES) -> None:
+        self.size = size
+        self.data = b""
+        self.seen = 0
+
+    def watch(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+        for block in blocks:
+            self.seen += len(block)
+            self.data = block[-self.size :] if len(block) >= self.size else (self.data + block)[-self.size :]
+            yield block
+
+    def numbered_lines(self, total_lines: int) -> list[tuple[int, str]]:
+        """The complete lines of the tail with their line numbers in the whole log."""
+        lines = self.data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        first = total_lines - len(lines) + 1
+        if self.seen > len(self.data):  # the tail starts inside a line: drop that piece
+            lines, first = lines[1:], first + 1
+        return [(first + i, line.decode("utf-8", "replace")) for i, line in enumerate(lines)]
+
+
+def tail_text(path: Path) -> str:
+    """The end of a log as the fallback model reads it in classification."""
+    tail = Tail()
+    with open_log(path) as stream:
+        for _ in tail.watch(BlockReader(stream)):
+            pass
+    lines = tail.data.split(b"\n")
+    if tail.seen > len(tail.data):
+        lines = lines[1:]
+    return b"\n".join(lines).decode("utf-8", "replace")
 
 
 def blocks_of_text(data: bytes | str, block_size: int = BLOCK_SIZE) -> BlockReader:

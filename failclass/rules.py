@@ -69,6 +69,11 @@ class RuleSet:
     def by_id(self) -> dict[str, Rule]:
         return {rule.id: rule for rule in self.rules}
 
+    def consequence_reasons(self) -> frozenset[str]:
+        """Reasons named only by implicit rules (consequences, such as a bare traceback)."""
+        explicit = {rule.reason for rule in self.rules if rule.kind == "explicit"}
+        return frozenset(rule.reason for rule in self.rules) - explicit
+
 
 def _text(value: Any, path: str, rule_id: str | None, field: str, required: bool = True) -> str:
     if value is None and not required:

@@ -4,7 +4,7 @@
 # made with linker version scripts on stand-in libraries, so the dynamic loader prints exactly
 # what it prints on an old host; also the Python ImportError form of the same failure.
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 cd "$d"
 printf 'int f(void){return 0;}\n' > v.c

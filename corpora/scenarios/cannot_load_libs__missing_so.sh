@@ -4,7 +4,7 @@
 # (a tiny C program linked to a shared lib, then the lib is removed), also for a Python
 # extension module (ImportError) and for ctypes.CDLL (OSError).
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 cd "$d"
 printf 'int nccl_like_init(void){return 0;}\n' > libfakenccl.c

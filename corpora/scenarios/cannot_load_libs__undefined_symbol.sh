@@ -3,7 +3,7 @@
 # shared library that lacks a symbol it was built against (ABI drift, e.g. a torch extension
 # built for another torch version): loader error, ImportError of an extension, ctypes OSError.
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 cd "$d"
 printf 'namespace c10 { int warn_v1(int x){return x;} }\nextern "C" int base_ok(void){return 0;}\n' > libbase.cpp

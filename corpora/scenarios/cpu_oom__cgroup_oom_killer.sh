@@ -11,7 +11,7 @@ trap 'rmdir "$cg" 2>/dev/null' EXIT
 echo $((300 * 1024 * 1024)) > "$cg/memory.limit_in_bytes"
 echo $((300 * 1024 * 1024)) > "$cg/memory.memsw.limit_in_bytes" 2>/dev/null
 before=$(dmesg | wc -l)
-bash -c "echo \$\$ > $cg/cgroup.procs; exec /work/main/.venv/bin/python -c '
+bash -c "echo \$\$ > $cg/cgroup.procs; exec ${PY:-python3} -c '
 blocks = []
 for i in range(100):
     blocks.append(bytearray(64 * 1024 * 1024))

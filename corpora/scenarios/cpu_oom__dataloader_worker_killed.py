@@ -1,6 +1,6 @@
 """Reproduces: a PyTorch DataLoader worker (num_workers=2) dies of SIGKILL, as when the
 Linux OOM killer picks it; the main process reports "DataLoader worker (pid(s) ...) exited
-unexpectedly" and "is killed by signal: Killed". Run with /work/main/.venv/bin/python."""
+unexpectedly" and "is killed by signal: Killed". Run with the project virtualenv's python."""
 import os
 import signal
 

@@ -10,7 +10,7 @@ import os, signal
 print("rank0: step 1", flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 PY
-/work/main/.venv/bin/torchrun --nproc_per_node=1 --master_port=29612 train.py 2>&1
+${TORCHRUN:-torchrun} --nproc_per_node=1 --master_port=29612 train.py 2>&1
 echo "exit code: $?"
 echo "== torch.multiprocessing.spawn"
 cat > spawn.py <<'PY'
@@ -26,5 +26,5 @@ def worker(rank):
 if __name__ == "__main__":
     mp.spawn(worker, nprocs=2)
 PY
-/work/main/.venv/bin/python spawn.py 2>&1
+${PY:-python3} spawn.py 2>&1
 echo "exit code: $?"

@@ -3,7 +3,7 @@
 # ordinary IndexError for an out-of-range class label (nll_loss / cross_entropy; on GPU
 # "Assertion `t >= 0 && t < n_classes` failed") and for an embedding index >= vocab size
 # (on GPU "Assertion `srcIndex < srcSelectDimSize` failed"). No GPU needed.
-# Run: /work/main/.venv/bin/python corpora/scenarios/cuda_failure__cpu_index_out_of_range.py
+# Run: .venv/bin/python corpora/scenarios/cuda_failure__cpu_index_out_of_range.py
 import traceback
 
 import torch

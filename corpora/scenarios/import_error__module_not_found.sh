@@ -2,7 +2,7 @@
 # Reproduces: ModuleNotFoundError / "No module named" for a missing third-party package and a
 # missing submodule, in a training script (Python 3.11).
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 printf 'import torch\nimport horovod_not_installed.torch as hvd\n' > "$d/train.py"
 printf 'import torch\nfrom torch.utils.tensorboardx import SummaryWriter\n' > "$d/train2.py"

@@ -1,8 +1,8 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: a JSON / JSON-lines data or annotation file that is malformed or empty:
 # json.decoder.JSONDecodeError with its various wordings.
 import subprocess, sys, textwrap, os, tempfile
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 d = "/tmp/fc_bad_jsonl"; os.makedirs(d, exist_ok=True)
 files = {
     "train.jsonl": '{"text": "hello", "label": 1}\n{"text": "wor',  # truncated line

@@ -1,8 +1,8 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: a training config file in YAML that does not parse (PyYAML ScannerError /
 # ParserError), as printed when the training script loads it.
 import subprocess, sys, os, tempfile
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 d = "/tmp/fc_bad_yaml_config"; os.makedirs(d, exist_ok=True)
 open(os.path.join(d, "a.yaml"), "w").write("model:\n  name: resnet50\n  lr: 0.1\n batch_size: 32\n")
 open(os.path.join(d, "b.yaml"), "w").write("data:\n  path: /data/train\n\ttransforms: [flip]\n")

@@ -1,9 +1,9 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: compressed / archived data files that are corrupt or truncated (a broken
 # download): gzip, zip (also .npz), tar and .npy readers raising their errors.
 import subprocess, sys, os, tempfile, gzip, io
 import numpy as np
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 d = "/tmp/fc_corrupt_archives"; os.makedirs(d, exist_ok=True)
 gz = gzip.compress(b"x" * 100000 + os.urandom(100000))
 open(os.path.join(d, "trunc.gz"), "wb").write(gz[: len(gz) // 2])

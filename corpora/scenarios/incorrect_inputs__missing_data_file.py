@@ -1,8 +1,8 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: a training script whose dataset files are missing: Python's open() and
 # numpy's np.load raise FileNotFoundError: [Errno 2] No such file or directory.
 import subprocess, sys, textwrap
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 progs = [
     textwrap.dedent("""
         import torch

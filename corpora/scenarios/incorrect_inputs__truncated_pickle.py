@@ -1,9 +1,9 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: reading a dataset cache stored as a pickle that is empty, truncated or
 # not a pickle at all: "EOFError: Ran out of input", "_pickle.UnpicklingError: pickle
 # data was truncated", "_pickle.UnpicklingError: invalid load key".
 import subprocess, sys, textwrap, pickle, os, tempfile
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 d = "/tmp/fc_truncated_pickle"; os.makedirs(d, exist_ok=True)
 data = pickle.dumps({"x": list(range(10000)), "y": ["label"] * 10000})
 open(os.path.join(d, "empty.pkl"), "wb").close()

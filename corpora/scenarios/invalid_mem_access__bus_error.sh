@@ -31,5 +31,5 @@ m = mmap.mmap(f.fileno(), 1 << 16)
 os.truncate("data2.bin", 0)
 print(m[8192])
 PY
-/work/main/.venv/bin/python -X faulthandler bus.py 2>&1
+${PY:-python3} -X faulthandler bus.py 2>&1
 echo "exit code: $?"

@@ -1,7 +1,7 @@
 """Reproduces: a PyTorch DataLoader worker (num_workers=2) segfaults in native code
 (ctypes.string_at(0) stands in for a buggy decoder/extension); the main process reports
 "DataLoader worker (pid N) is killed by signal: Segmentation fault." Run with
-/work/main/.venv/bin/python."""
+the project virtualenv's python."""
 import ctypes
 
 import torch

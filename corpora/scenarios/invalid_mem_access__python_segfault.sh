@@ -1,6 +1,7 @@
 #!/bin/bash
 # Reproduces: a Python process dereferencing a NULL pointer in native code
 # (ctypes.string_at(0)); with faulthandler enabled (python -X faulthandler, as
+# `python` is the project virtualenv's (first on PATH under corpora/run_scenarios.py): bash echoes the command.
 # PYTHONFAULTHANDLER=1 would) Python prints "Fatal Python error: Segmentation fault"
 # and the stack; bash then reports "Segmentation fault (core dumped)".
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
@@ -17,8 +18,8 @@ def load_batch():
 print("step 1", flush=True)
 load_batch()
 PY
-/work/main/.venv/bin/python -X faulthandler train.py 2>&1
+python -X faulthandler train.py 2>&1
 echo "exit code: $?"
 echo "== without faulthandler"
-/work/main/.venv/bin/python train.py 2>&1
+python train.py 2>&1
 echo "exit code: $?"

@@ -10,5 +10,5 @@ import os, signal
 print("rank0: step 1", flush=True)
 os.kill(os.getpid(), signal.SIGBUS)
 PY
-/work/main/.venv/bin/torchrun --nproc_per_node=1 --master_port=29617 train.py 2>&1
+${TORCHRUN:-torchrun} --nproc_per_node=1 --master_port=29617 train.py 2>&1
 echo "exit code: $?"

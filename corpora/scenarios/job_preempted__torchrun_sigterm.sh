@@ -3,7 +3,7 @@
 # do on preemption or cancel); torchrun prints "Received 15 death signal, shutting down
 # workers" and dies with torch.distributed.elastic.multiprocessing.api.SignalException.
 set -u
-TORCHRUN=/work/main/.venv/bin/torchrun
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import time, torch.distributed as dist

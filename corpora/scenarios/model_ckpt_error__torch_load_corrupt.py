@@ -1,11 +1,11 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: resuming from a checkpoint file that is truncated (the job died while
 # writing it, or the copy was cut short) or empty: torch.load raises
 # "PytorchStreamReader failed reading zip archive: failed finding central directory"
 # and related reader errors.
 import subprocess, sys, os, tempfile, textwrap
 import torch
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 d = "/tmp/fc_torch_load_corrupt"; os.makedirs(d, exist_ok=True)
 good = os.path.join(d, "good.pt")
 torch.save({"epoch": 3, "model": {"w": torch.zeros(256, 256)}, "optimizer": {}}, good)

@@ -2,7 +2,7 @@
 # Reproduces: torch.save of a checkpoint onto a full disk. First to /dev/full (every
 # write fails with ENOSPC), then onto a 1 MiB tmpfs (in a private mount namespace) that
 # fills up half way through the checkpoint.
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 $PY - <<'PYEOF' 2>&1
 import torch
 print("Saving checkpoint to /dev/full", flush=True)

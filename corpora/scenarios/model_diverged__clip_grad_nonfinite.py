@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces: torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True) on gradients
 that became inf/NaN after the loss diverged; PyTorch raises RuntimeError "The total norm
 of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped."."""

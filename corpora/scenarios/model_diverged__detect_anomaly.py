@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces: a PyTorch training step under torch.autograd.detect_anomaly() where the
 loss is sum(sqrt(w) * w) at w = 0, whose sqrt gradient is 0/0 = NaN, so anomaly mode
 raises "Function 'SqrtBackward0' returned nan values in its 0th output."

@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces: a PyTorch training loop whose learning rate is far too high; the loss
 explodes to inf then NaN and the loop's own NaN check (as in many training scripts) raises "Loss is nan, stopping training"."""
 import math, sys, torch

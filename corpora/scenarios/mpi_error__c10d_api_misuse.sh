@@ -4,7 +4,7 @@
 # (2) init_process_group(env://) launched with plain python instead of torchrun,
 # so RANK is missing ("environment variable RANK expected, but not set").
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/no_init.py" <<'PYEOF'
 import torch, torch.distributed as dist

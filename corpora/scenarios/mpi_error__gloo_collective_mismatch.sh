@@ -3,7 +3,7 @@
 # between ranks (a model/config mismatch between ranks); gloo fails an enforce
 # check on the message size.
 set -u
-TORCHRUN=/work/main/.venv/bin/torchrun
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import torch, torch.distributed as dist

@@ -3,7 +3,7 @@
 # c10d store (the master never came up); TCPStore client gives up with
 # torch.distributed.DistNetworkError / "The client socket has timed out".
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import datetime, torch.distributed as dist

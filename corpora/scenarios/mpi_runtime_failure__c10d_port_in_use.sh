@@ -2,7 +2,7 @@
 # Reproduces: a rank-0 c10d TCPStore that cannot bind MASTER_PORT because another
 # job already listens on it ("address already in use" / DistNetworkError).
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=$(mktemp -d); trap 'rm -rf "$d"; [ -n "${blocker:-}" ] && kill "$blocker" 2>/dev/null' EXIT
 cat > "$d/blocker.py" <<'PYEOF'
 import socket, time

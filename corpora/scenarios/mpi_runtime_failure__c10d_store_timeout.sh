@@ -3,7 +3,7 @@
 # but only rank 0 ever starts; the c10d TCPStore waits for the missing peer and
 # times out ("Timed out after ... seconds waiting for clients. 1/2 clients joined.").
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import datetime, torch.distributed as dist

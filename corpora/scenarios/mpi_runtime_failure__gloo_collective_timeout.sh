@@ -2,7 +2,7 @@
 # Reproduces: torchrun with 2 gloo workers (process-group timeout 5 s) where rank 1
 # stalls before a collective (a hung peer); rank 0's all_reduce times out in gloo.
 set -u
-TORCHRUN=/work/main/.venv/bin/torchrun
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import datetime, time, torch, torch.distributed as dist

@@ -3,7 +3,7 @@
 # by SIGKILL mid-training, so the survivor's next all_reduce fails with a gloo
 # "Connection closed by peer" / "Connection reset by peer" error.
 set -u
-TORCHRUN=/work/main/.venv/bin/torchrun
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import os, signal, time, torch, torch.distributed as dist

@@ -3,7 +3,7 @@
 # only one node ever joins; with a short join timeout the elastic agent raises
 # RendezvousTimeoutError.
 set -u
-TORCHRUN=/work/main/.venv/bin/torchrun
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 print("never reached")

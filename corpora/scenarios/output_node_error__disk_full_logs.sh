@@ -2,7 +2,7 @@
 # Reproduces: the job's output/log volume fills up (a 1 MiB tmpfs in a private mount
 # namespace): Python logging, plain writes and tee fail with ENOSPC
 # "[Errno 28] No space left on device".
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 unshare -m bash -c '
 D=/tmp/fc_out_full
 mkdir -p $D && mount -t tmpfs -o size=1m tmpfs $D

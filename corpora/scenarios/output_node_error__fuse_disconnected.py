@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 # Reproduces: the job's output directory is a FUSE mount (blobfuse, gcsfuse, s3fs...)
 # whose daemon went away: every access fails with ENOTCONN "Transport endpoint is not
 # connected". A FUSE mount is made in a private mount namespace and its /dev/fuse
@@ -16,7 +16,7 @@ fd = os.open("/dev/fuse", os.O_RDWR)
 if libc.mount(b"blobfuse", MNT.encode(), b"fuse", 0, f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()) != 0:
     sys.exit("mount failed")
 os.close(fd)  # the FUSE daemon "dies"
-PY = "/work/main/.venv/bin/python"
+PY = sys.executable
 progs = [
     f"import os\nos.makedirs('{MNT}/run1/logs', exist_ok=True)\n",
     f"f = open('{MNT}/run1/metrics.json', 'w')\n",

@@ -4,7 +4,7 @@
 # the EIO comes from reading an unmapped address through /proc/self/mem, the one
 # deterministic EIO source available without faulty hardware; the message lines are the
 # ones Python and coreutils print for any EIO.
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 $PY - <<'PYEOF' 2>&1
 import os
 fd = os.open("/proc/self/mem", os.O_RDONLY)

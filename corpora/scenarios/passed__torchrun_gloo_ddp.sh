@@ -3,7 +3,7 @@
 # to the end, with torch.distributed's own warnings (OMP_NUM_THREADS) and per-rank output.
 # Its log must match no signature.
 set -u
-PY=${PY:-/work/main/.venv/bin/python}
+PY=${PY:-python3}
 TORCHRUN=${TORCHRUN:-$(dirname "$PY")/torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'

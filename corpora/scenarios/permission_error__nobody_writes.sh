@@ -3,7 +3,7 @@
 # cannot write its output / checkpoint directory, cannot read a data file, cannot
 # run its launcher script or change ownership: PermissionError [Errno 13] / [Errno 1],
 # shell "Permission denied" and "Operation not permitted".
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 D=/tmp/fc_perm_scenario; rm -rf $D; mkdir -p $D
 mkdir -p $D/outputs $D/data && chmod 755 $D && chmod 755 $D/outputs
 echo "1,2,3" > $D/data/train.csv && chmod 600 $D/data/train.csv

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Reproduces: a job writing into a directory mounted read-only (e.g. a dataset or code
 # volume mounted ro into the container): "[Errno 30] Read-only file system".
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 D=/tmp/fc_ro_scenario; rm -rf $D; mkdir -p $D
 unshare -m bash -c "
 mount --bind -o ro $D $D

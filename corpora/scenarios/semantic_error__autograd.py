@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces autograd misuse errors (real torch 2.13 CPU): backward on a tensor that does not
 require grad, backward through the graph a second time, in-place modification of a tensor
 needed for the gradient, backward on a non-scalar output."""

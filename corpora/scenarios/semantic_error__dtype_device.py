@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces PyTorch dtype errors (real torch 2.13 CPU): matmul of float and double, Linear on
 an integer tensor, cross_entropy with float targets of the wrong shape / Long vs Float,
 index with float tensor."""

@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces generic Python exceptions raised by bugs in training code, as the interpreter
 prints them: TypeError, AttributeError, KeyError, NameError, ValueError, IndexError,
 ZeroDivisionError, AssertionError, RecursionError, NotImplementedError, UnboundLocalError."""

@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces model.load_state_dict() failures (real torch 2.13 CPU): missing/unexpected keys
 (e.g. a DataParallel "module." prefix) and size mismatch for a parameter (changed head)."""
 import traceback

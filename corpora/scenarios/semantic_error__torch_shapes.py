@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Reproduces PyTorch shape errors raised at runtime by model code (real torch 2.13 CPU):
 mat1/mat2 matmul mismatch, broadcasting mismatch at a non-singleton dimension, conv channel
 mismatch, invalid view/reshape, BCE target size mismatch, cross-entropy batch mismatch,

@@ -2,7 +2,7 @@
 # Reproduces: Python 3.10+ specific SyntaxError wordings: "expected ':'", "invalid decimal literal",
 # "cannot assign to function call", "Did you mean '=='?".
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 printf 'def train(lr)\n    return lr\n' > "$d/a.py"
 printf 'x = 1epochs\n' > "$d/b.py"

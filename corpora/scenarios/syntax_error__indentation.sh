@@ -2,7 +2,7 @@
 # Reproduces: Python IndentationError (unexpected indent, expected an indented block,
 # unindent does not match) and TabError (inconsistent use of tabs and spaces).
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 printf 'import os\n  print(os.getcwd())\n' > "$d/a.py"
 printf 'def train():\nreturn 1\n' > "$d/b.py"

@@ -2,7 +2,7 @@
 # Reproduces: Python "SyntaxError: invalid syntax" in a training entry script
 # (a stray token in a statement), as the interpreter prints it before running anything.
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import torch

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Reproduces: Python 3.10+ "SyntaxError: '(' was never closed" and unmatched bracket errors.
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import os

@@ -1,4 +1,4 @@
-#!/work/main/.venv/bin/python
+#!/usr/bin/env python3
 """Produces near misses for syntax_error rules (a job that goes on fine): Python's
 SyntaxWarning lines printed at compile time for an invalid escape sequence and for
 "is" with a literal; the program then runs to completion."""

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Reproduces: Python "SyntaxError: unterminated string literal" and "unterminated triple-quoted string literal".
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=/tmp/failclass_scenarios/$(basename "$0" .sh); rm -rf "$d"; mkdir -p "$d"; trap 'rm -rf "$d"' EXIT
 printf 'data_dir = "/data/imagenet\nprint(data_dir)\n' > "$d/train.py"
 printf 'def f():\n    """docstring\n    return 1\n' > "$d/utils.py"

@@ -4,7 +4,7 @@
 # ("-- Process 1 terminated with the following error:"), and a worker exiting with status 1
 # -> "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1".
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cd "$d"
 cat > spawn_raise.py <<'PYEOF'

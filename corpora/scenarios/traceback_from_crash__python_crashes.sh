@@ -6,7 +6,7 @@
 #  4. a launcher (as accelerate/deepspeed do) running the training script with
 #     subprocess.check_call -> "subprocess.CalledProcessError: ... returned non-zero exit status 1."
 set -u
-PY=/work/main/.venv/bin/python
+PY=${PY:-python3}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cd "$d"
 cat > custom.py <<'PYEOF'

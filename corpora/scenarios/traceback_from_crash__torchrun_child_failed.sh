@@ -4,8 +4,8 @@
 # other worker and prints its "ChildFailedError" summary block ("Root Cause (first
 # observed failure)", "exitcode  : 1", "error_file: <N/A>").
 set -u
-PY=/work/main/.venv/bin/python
-TORCHRUN=/work/main/.venv/bin/torchrun
+PY=${PY:-python3}
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import time, torch.distributed as dist

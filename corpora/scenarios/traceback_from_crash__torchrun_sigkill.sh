@@ -3,7 +3,7 @@
 # (as a kernel/agent kill would do); torchrun's ChildFailedError block reports
 # "exitcode  : -9" and "Signal 9 (SIGKILL) received by PID".
 set -u
-TORCHRUN=/work/main/.venv/bin/torchrun
+TORCHRUN=${TORCHRUN:-torchrun}
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 cat > "$d/train.py" <<'PYEOF'
 import os, signal, time, torch.distributed as dist

@@ -1,0 +1,63 @@
+"""Operators' corrections: `failclass label LOG REASON` keeps a copy of the log under its
+true reason, and the next `failclass train` learns from it.
+
+Labels live in ``<labels dir>/<reason>/<sha256 prefix>.log`` with a ``.json`` beside it
+(who, when, where the log came from, a note). Labelling the same log again moves it to
+the new reason: the latest correction wins. Only the last MAX_LABEL_BYTES of a log are
+kept; the model reads no more than the end of a log anyway.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from failclass.errors import ConfigError, InputError
+from failclass.logtext import BlockReader, open_log
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS_ENV = "FAILCLASS_LABELS_DIR"
+MAX_LABEL_BYTES = 8 << 20
+
+
+def labels_dir() -> Path:
+    configured = os.environ.get(LABELS_ENV)
+    return Path(configured) if configured else ROOT / "corpora" / "labels"
+
+
+def _last_bytes(path: Path) -> bytes:
+    kept = b""
+    with open_log(path) as stream:
+        for block in BlockReader(stream):
+            kept = (kept + block)[-MAX_LABEL_BYTES:]
+    return kept
+
+
+def add_label(log: Path, reason: str, known: set[str], directory: Path, note: str = "") -> Path:
+    """Store ``log`` as an example of ``reason``; returns the stored copy."""
+    if reason not in known:
+        raise ConfigError(f"unknown reason {reason!r}; one of: {', '.join(sorted(known))}")
+    data = _last_bytes(log)
+    if not data.strip():
+        raise InputError(f"{log}: empty log, nothing to learn from")
+    name = hashlib.sha256(data).hexdigest()[:20]
+    for earlier in directory.glob(f"*/{name}.*"):
+        earlier.unlink()
+    target = directory / reason / f"{name}.log"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+    facts = {
+        "reason": reason,
+        "original": str(log.resolve()),
+        "labelled_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "by": getpass.getuser(),
+        "note": note,
+    }
+    target.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
+    return target

@@ -1,0 +1,75 @@
+"""The shipped model and the rules, evaluated as `failclass evaluate` does, with floors a
+regression would break (figures measured when the model was trained are in the README)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from failclass.artifact import BUILTIN_MODEL, LoadedModel, load
+from failclass.classify import Classifier
+from failclass.corpus import corpus_hash, read_manifest, resolve, scan_labels
+from failclass.evaluation import Evaluation, evaluate
+from failclass.labels import labels_dir
+from failclass.taxonomy import NO_SIGNATURE, builtin_taxonomy
+
+MANIFEST = read_manifest()
+
+
+@pytest.fixture(scope="module")
+def model() -> LoadedModel:
+    return load(BUILTIN_MODEL, set(builtin_taxonomy().reasons))
+
+
+@pytest.fixture(scope="module")
+def with_model(classifier: Classifier, model: LoadedModel) -> Classifier:
+    return Classifier(classifier.ruleset, model=model)
+
+
+@pytest.fixture(scope="module")
+def test_side(classifier: Classifier, with_model: Classifier) -> Evaluation:
+    return evaluate(MANIFEST, classifier, with_model, "test")
+
+
+@pytest.fixture(scope="module")
+def holdout(classifier: Classifier, with_model: Classifier) -> Evaluation:
+    return evaluate(MANIFEST, classifier, with_model, "holdout")
+
+
+def test_shipped_model_was_trained_on_this_corpus(model: LoadedModel) -> None:
+    trained_on = [e for e in MANIFEST if e.split == "train"] + list(scan_labels(labels_dir()))
+    assert model.metadata["corpus_hash"] == corpus_hash(trained_on), "the corpus changed: retrain with `make train`"
+    assert set(model.metadata["classes"]) == {e.reason for e in trained_on}
+
+
+def test_test_side(test_side: Evaluation) -> None:
+    rules, both = test_side.scores["rules"], test_side.scores["rules+model"]
+    assert len(rules.truth) >= 120 and rules.passed_total >= 8
+    assert rules.accuracy >= 0.95 and rules.macro_f1 >= 0.95
+    assert both.accuracy >= rules.accuracy
+    assert test_side.model_hurt == []
+    assert rules.false_fire_rate == both.false_fire_rate == 0.0
+    assert both.no_signature_share <= 0.02
+
+
+def test_holdout_never_seen_logs(holdout: Evaluation) -> None:
+    rules, both = holdout.scores["rules"], holdout.scores["rules+model"]
+    assert len(rules.truth) >= 120
+    assert rules.accuracy >= 0.80 and rules.macro_f1 >= 0.80
+    assert both.accuracy >= rules.accuracy
+    assert both.no_signature_share <= 0.08
+
+
+def test_no_answer_of_the_model_on_any_passed_job(with_model: Classifier) -> None:
+    for entry in (e for e in MANIFEST if e.outcome == "passed"):
+        result = with_model.classify_path(resolve(entry))
+        assert (result.reason, result.source) == (NO_SIGNATURE, "none"), entry.path
+
+
+def test_evaluation_report_is_complete(test_side: Evaluation) -> None:
+    report = json.loads(json.dumps(test_side.to_dict()))
+    for name in ("rules", "rules+model"):
+        block = report[name]
+        assert len(block["confusion"]) == len(block["labels"]) == len(block["per_reason"])
+        assert sum(map(sum, block["confusion"])) == block["failed_logs"]

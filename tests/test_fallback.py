@@ -1,0 +1,138 @@
+"""The fallback model as an estimator, its artifact checks, and how classification uses it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from sklearn.base import clone
+
+from failclass.artifact import ModelError, load, save
+from failclass.classify import Classifier
+from failclass.corpus import read_manifest, resolve
+from failclass.fallback import FailureTextModel
+from failclass.logtext import Tail, blocks_of_text, tail_text
+from failclass.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_text
+from failclass.taxonomy import builtin_taxonomy
+
+KNOWN = set(builtin_taxonomy().reasons)
+
+
+def corpus_texts(reasons: tuple[str, ...], per_reason: int) -> tuple[list[str], list[str]]:
+    """Real corpus logs of a few reasons (training side), as the model reads them."""
+    texts, labels = [], []
+    for reason in reasons:
+        entries = [e for e in read_manifest() if e.reason == reason and e.split == "train"][:per_reason]
+        texts += [tail_text(resolve(e)) for e in entries]
+        labels += [reason] * len(entries)
+    return texts, labels
+
+
+@pytest.fixture(scope="module")
+def small_model() -> FailureTextModel:
+    texts, labels = corpus_texts(("gpu_oom", "syntax_error", "mpi_runtime_failure", "no_signature"), 12)
+    return FailureTextModel().fit(texts, labels)
+
+
+def test_estimator_contract(small_model: FailureTextModel) -> None:
+    fresh = clone(small_model)
+    assert fresh.get_params() == small_model.get_params()
+    assert not hasattr(fresh, "classes_")  # __init__ stores parameters only
+    texts, labels = corpus_texts(("gpu_oom", "syntax_error"), 4)
+    assert fresh.fit(texts, labels) is fresh
+    assert sorted(fresh.classes_) == ["gpu_oom", "syntax_error"]
+
+
+def test_model_learns_real_logs(small_model: FailureTextModel) -> None:
+    texts, labels = corpus_texts(("gpu_oom", "syntax_error", "mpi_runtime_failure"), 12)
+    right = sum(p == t for p, t in zip(small_model.predict(texts), labels))
+    assert right / len(labels) > 0.9
+    probabilities = small_model.predict_proba(texts[:3])
+    assert probabilities.shape == (3, len(small_model.classes_))
+    assert abs(probabilities.sum(axis=1) - 1).max() < 1e-6
+
+
+def test_normalisation_masks_what_varies_between_runs() -> None:
+    assert normalise_line("rank 3 pid 12345 at 0x7f3a2b00  failed") == "rank 0 pid 0 at HEX failed"
+    assert normalise_line("x" * 5000) == "x" * 400
+
+
+def test_region_is_trouble_near_the_end_and_the_last_lines() -> None:
+    lines = ["  "] + [f"error {i}" for i in range(REGION_LINES + 20)] + ["", "step 1\rstep 2\rstep 3"]
+    chosen = region_indices(lines)
+    assert len(chosen) == REGION_LINES and chosen[-1] == len(lines) - 1
+    progress = [f"step {i} loss 0.5" for i in range(100)]
+    lines = progress + ["RuntimeError: boom"] + progress[:FINAL_LINES]
+    assert region_indices(lines) == [100] + list(range(101, 101 + FINAL_LINES))
+    assert region_text("a\n\nb\rc\n").split("\n") == ["a", "c"]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_tail_keeps_true_line_numbers(ending: bytes) -> None:
+    lines = [f"line {i} ".encode() + b"x" * (i % 97) for i in range(1, 5001)]
+    data = b"\n".join(lines) + ending
+    tail = Tail(size=4096)
+    blocks = list(tail.watch(blocks_of_text(data, block_size=1000)))
+    assert b"".join(blocks) == data
+    numbered = tail.numbered_lines(total_lines=5000)
+    assert numbered[-1] == (5000, lines[-1].decode())
+    for number, text in numbered:
+        assert lines[number - 1].decode() == text
+
+
+def test_saved_model_loads_only_with_matching_metadata(small_model: FailureTextModel, tmp_path: Path) -> None:
+    path = tmp_path / "m.joblib"
+    save(small_model, path, 0.6, {"corpus_hash": "x"})
+    loaded = load(path, KNOWN)
+    assert loaded.threshold == 0.6 and list(loaded.model.classes_) == list(small_model.classes_)
+
+    metadata = json.loads(path.with_suffix(".json").read_text())
+    for change, message in (
+        ({"versions": {**metadata["versions"], "scikit-learn": "0.24.2"}}, "trained with scikit-learn 0.24.2"),
+        ({"classes": metadata["classes"] + ["gpu_on_fire"]}, "unknown to the taxonomy"),
+        ({"format": 99}, "model format 99"),
+    ):
+        path.with_suffix(".json").write_text(json.dumps({**metadata, **change}))
+        with pytest.raises(ModelError, match=message):
+            load(path, KNOWN)
+    path.with_suffix(".json").write_text(json.dumps(metadata))
+    path.write_bytes(path.read_bytes() + b"\0")
+    with pytest.raises(ModelError, match="does not match the SHA-256"):
+        load(path, KNOWN)
+    path.with_suffix(".json").unlink()
+    with pytest.raises(ModelError, match="no metadata"):
+        load(path, KNOWN)
+    with pytest.raises(ModelError, match="no model file"):
+        load(tmp_path / "absent.joblib", KNOWN)
+
+
+def test_cli_refuses_an_explicit_model_that_does_not_load(tmp_path: Path) -> None:
+    done = run_cli("--model", str(tmp_path / "absent.joblib"), "classify", "samples/README.md")
+    assert done.returncode == 2
+    assert "no model file" in done.stderr
+
+
+def test_model_answers_only_without_an_explicit_signature(small_model: FailureTextModel, tmp_path: Path) -> None:
+    path = tmp_path / "m.joblib"
+    save(small_model, path, 0.0, {})
+    with_model = Classifier(model=load(path, KNOWN))
+    explicit = resolve(next(e for e in read_manifest() if e.reason == "cpu_oom" and e.origin == "produced"))
+    result = with_model.classify_path(explicit)
+    assert (result.source, result.reason) == ("signature", "cpu_oom")
+
+
+def test_model_evidence_is_a_real_line_of_the_log(tmp_path: Path) -> None:
+    texts, labels = corpus_texts(("gpu_oom", "syntax_error", "mpi_runtime_failure"), 12)
+    path = tmp_path / "m.joblib"
+    save(FailureTextModel().fit(texts, labels), path, 0.0, {})  # no "no_signature" class, no threshold
+    with_model = Classifier(model=load(path, KNOWN))
+    for log in sorted(Path("corpora/public/no_signature").glob("*.log")):
+        assert Classifier().classify_path(log).source == "none"
+        result = with_model.classify_path(log)
+        assert result.source == "model" and result.rule_id is None
+        assert 0 < result.confidence <= 1
+        (evidence,) = result.evidence
+        line = log.read_text(errors="replace").split("\n")[evidence.line - 1]
+        assert evidence.text and evidence.text in line.replace("\r", " ")
