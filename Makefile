@@ -36,6 +36,7 @@ evaluate: $(STAMP)
 bench: $(STAMP)
 	command -v rg >/dev/null || apt-get install -y ripgrep
 	$(BIN)/python benchmarks/engine_throughput.py
+	$(BIN)/python benchmarks/fallback_cost.py
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet ruff mypy types-PyYAML

@@ -16,6 +16,10 @@ from failclass.rules import RuleSet, load_rules
 from failclass.taxonomy import NO_SIGNATURE
 
 MAX_EVIDENCE_LINES = 5
+MODEL_WHY = (
+    "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
+    "Check the evidence line before acting on it, and correct it with `failclass label` if it is wrong."
+)
 
 
 def evidence_cut(text: str) -> str:
@@ -82,8 +86,9 @@ class Classifier:
     classified. An explicit signature always wins; the model answers only when no
     explicit one matched and it is at least as confident as its threshold; below that
     the implicit signature (a consequence such as a bare traceback) or "No signature"
-    stands. A model answer that is itself only a consequence (a reason no explicit rule
-    names) does not replace an implicit signature: it would add nothing to it."""
+    stands. A model answer does not replace an implicit signature when it names the same
+    reason (the rule's evidence explains more) or a reason that is itself only a
+    consequence (one that no explicit rule names): it would add nothing."""
 
     def __init__(
         self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
@@ -109,7 +114,7 @@ class Classifier:
         if winner is not None and winner.rule.kind == "explicit":
             return self._signature(winner, scan, reader.bytes_read, ranking)
         guess = self._guess(tail, scan.lines)
-        if guess is not None and (winner is None or guess.reason not in self.consequences):
+        if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others
             if winner is not None:
                 beaten = f"implicit signature; the model is {guess.confidence:.2f} confident of {guess.reason}"
@@ -176,7 +181,7 @@ class Classifier:
             categories=reason.categories,
             source=source,
             rule_id=rule_id,
-            why=self.rules[rule_id].why if rule_id else "",
+            why=self.rules[rule_id].why if rule_id else (MODEL_WHY if source == "model" else ""),
             confidence=confidence,
             evidence=evidence,
             bytes_read=size,

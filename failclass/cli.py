@@ -100,7 +100,7 @@ def _human(path: str, result: Classification, explain: bool) -> str:
     if result.rule_id:
         head += f"  (rule {result.rule_id}, confidence {result.confidence:.2f})"
     elif result.source == "model":
-        head += f"  (model, confidence {result.confidence:.2f}: no signature matched)"
+        head += f"  (model, confidence {result.confidence:.2f})"
     else:
         head += "  (no rule matched)"
     lines = [head] + [f"    line {e.line}: {e.text}" for e in result.evidence]

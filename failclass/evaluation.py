@@ -1,5 +1,6 @@
 """`failclass evaluate`: how right the classifier is on one side of the corpus, with rules
-alone and with rules plus the fallback model.
+alone, with rules plus the fallback model (the product), and with the model alone (its
+top answer, whatever its confidence: what it would say of logs no rule knows).
 
 For failed logs: per-reason precision, recall and F1, accuracy, macro F1, the confusion
 matrix and the share answered "No signature" (Philly: 4.2% of failures). For passed
@@ -17,9 +18,11 @@ from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 from failclass.classify import Classifier
 from failclass.corpus import Entry, resolve
+from failclass.errors import ConfigError
+from failclass.logtext import tail_text
 from failclass.taxonomy import NO_SIGNATURE
 
-CONFIGURATIONS = ("rules", "rules+model")
+CONFIGURATIONS = ("rules", "rules+model", "model alone")
 
 
 @dataclass(frozen=True)
@@ -102,16 +105,20 @@ def evaluate(entries: Sequence[Entry], rules_only: Classifier, with_model: Class
     fired: dict[str, list[str]] = {name: [] for name in CONFIGURATIONS}
     failed = [e for e in chosen if e.outcome == "failed"]
     passed = [e for e in chosen if e.outcome == "passed"]
+    if with_model.model is None:
+        raise ConfigError("evaluation needs a model")
+    model = with_model.model.model
     for entry in failed + passed:
         path = resolve(entry)
-        for name, classifier in zip(CONFIGURATIONS, (rules_only, with_model)):
-            result = classifier.classify_path(path)
+        results = [(c.reason, c.source) for c in (rules_only.classify_path(path), with_model.classify_path(path))]
+        results.append((str(model.predict([tail_text(path)])[0]), "model"))
+        for name, (reason, source) in zip(CONFIGURATIONS, results):
             if entry.outcome == "failed":
-                answers[name].append(result.reason)
-            elif result.reason != NO_SIGNATURE:
-                fired[name].append(f"{entry.path} -> {result.reason} ({result.source})")
+                answers[name].append(reason)
+            elif reason != NO_SIGNATURE:
+                fired[name].append(f"{entry.path} -> {reason} ({source})")
     truth = [e.reason for e in failed]
-    labels = sorted(set(truth) | {NO_SIGNATURE} | set(answers["rules"]) | set(answers["rules+model"]))
+    labels = sorted(set(truth).union({NO_SIGNATURE}, *answers.values()))
     scores = {name: Scores(truth, answers[name], fired[name], len(passed), labels) for name in CONFIGURATIONS}
     helped, hurt = [], []
     for entry, before, after in zip(failed, answers["rules"], answers["rules+model"]):
@@ -124,16 +131,17 @@ def evaluate(entries: Sequence[Entry], rules_only: Classifier, with_model: Class
 
 def render(evaluation: Evaluation, names: dict[str, str]) -> str:
     """The report an operator reads: the headline figures side by side, then per reason."""
-    rules, both = (evaluation.scores[name] for name in CONFIGURATIONS)
+    rules, both, alone = (evaluation.scores[name] for name in CONFIGURATIONS)
     out = [f"split {evaluation.split}: {len(rules.truth)} failed logs, {rules.passed_total} passed logs", ""]
-    out.append(f"{'':28}{'rules':>10}{'rules+model':>14}")
+    out.append(f"{'':28}{'rules':>10}{'rules+model':>14}{'model alone':>14}")
     for title, attr, fmt in (
         ("accuracy", "accuracy", "{:.1%}"),
         ("macro F1 (reasons)", "macro_f1", "{:.3f}"),
         ('"No signature" share', "no_signature_share", "{:.1%}"),
         ("false fires on passed logs", "false_fire_rate", "{:.1%}"),
     ):
-        out.append(f"{title:28}{fmt.format(getattr(rules, attr)):>10}{fmt.format(getattr(both, attr)):>14}")
+        row = "".join(f"{fmt.format(getattr(score, attr)):>{width}}" for score, width in ((rules, 10), (both, 14), (alone, 14)))
+        out.append(f"{title:28}{row}")
     out.append(f"model helped on {len(evaluation.model_helped)} log(s), hurt on {len(evaluation.model_hurt)}")
     out += ["", f"{'reason':28}{'support':>8}  {'P':>5} {'R':>5} {'F1':>5}   {'P':>5} {'R':>5} {'F1':>5}  (rules | rules+model)"]
     before, after = rules.per_reason(), both.per_reason()
@@ -148,7 +156,7 @@ def render(evaluation: Evaluation, names: dict[str, str]) -> str:
     out += ["", "confusions (true -> predicted: count), rules+model:"]
     for (truth, predicted), count in both.mistakes().most_common():
         out.append(f"  {names.get(truth, truth)} -> {names.get(predicted, predicted)}: {count}")
-    for name, score in evaluation.scores.items():
-        for fired in score.passed_fired:
+    for name in CONFIGURATIONS[:2]:
+        for fired in evaluation.scores[name].passed_fired:
             out.append(f"FALSE FIRE ({name}): {fired}")
     return "\n".join(out)
