@@ -9,6 +9,7 @@ from typing import Any
 
 from failclass.artifact import LoadedModel
 from failclass.engine import Engine, ScanResult
+from failclass.logfacts import Progress, progress_of
 from failclass.logtext import EVIDENCE_CHARS, BlockReader, Tail, blocks_of_text, open_log
 from failclass.region import region_indices, segment
 from failclass.rootcause import Candidate, Ranking, rank
@@ -81,6 +82,14 @@ class Classification:
         return data
 
 
+@dataclass(frozen=True)
+class Examination:
+    """What the service and the hook learn from an attempt's log."""
+
+    classification: Classification
+    progress: Progress | None
+
+
 class Classifier:
     """Rules compiled once (and the fallback model, if given), then any number of logs
     classified. An explicit signature always wins; the model answers only when no
@@ -101,13 +110,25 @@ class Classifier:
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
-            return self._classify(BlockReader(stream))
+            return self._classify(BlockReader(stream), Tail())
 
     def classify_bytes(self, data: bytes | str) -> Classification:
-        return self._classify(blocks_of_text(data))
+        return self._classify(blocks_of_text(data), Tail())
 
-    def _classify(self, reader: BlockReader) -> Classification:
+    def examine_path(self, path: Path) -> Examination:
+        """Classification plus the facts a retry policy needs (progress)."""
+        with open_log(path) as stream:
+            return self._examine(BlockReader(stream))
+
+    def examine_bytes(self, data: bytes | str) -> Examination:
+        return self._examine(blocks_of_text(data))
+
+    def _examine(self, reader: BlockReader) -> Examination:
         tail = Tail()
+        result = self._classify(reader, tail)
+        return Examination(result, progress_of(text for _, text in tail.numbered_lines(result.lines)))
+
+    def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
         scan = self.engine.scan(tail.watch(reader))
         ranking = rank(scan.hits, self.rules)
         winner = ranking.winner

@@ -1,0 +1,46 @@
+"""Attempt facts: what the scheduler knows of one run of a job, besides its log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+STATUSES = ("passed", "failed", "killed", "unsuccessful")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a job (attempt numbers start at 1)."""
+
+    job_id: str
+    attempt: int
+    user: str
+    vc: str = "default"
+    status: str = "failed"
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    gpus: int = 0
+    gpu_type: str | None = None
+    nodes: tuple[str, ...] = ()
+    exit_code: int | None = None
+    signal: int | None = None
+    inputs: tuple[str, ...] = field(default=())
+    logs: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.job_id or not self.user:
+            raise ValueError("an attempt needs a job id and a user")
+        if self.attempt < 1:
+            raise ValueError(f"attempt numbers start at 1, got {self.attempt}")
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.gpus < 0:
+            raise ValueError("gpus cannot be negative")
+
+    @property
+    def runtime_minutes(self) -> float | None:
+        """Runtime to failure (or to the end), in minutes, when start and end are known."""
+        if self.start_time is None or self.end_time is None:
+            return None
+        return max((self.end_time - self.start_time).total_seconds(), 0.0) / 60

@@ -1,0 +1,65 @@
+"""Facts read from a log besides its failure reason: how far training got, and which file
+paths the evidence names.
+
+Progress lets the retry policy tell a job that fails again at the same place (spend the
+budget) from one that got further before failing (a fresh start). Paths let it blame an
+input that several jobs fail on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# What training scripts print about where they are (train_progress.py's four styles,
+# tqdm, HuggingFace's metric dicts, Keras, Lightning, Megatron's "iteration N/").
+_EPOCH = re.compile(r"\b[Ee]poch[\s:=\[]*(\d+)|'epoch': (\d+)")
+_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)[\s:=\[]*(\d+)|\|\s*(\d+)/\d+ \[")
+_PATH = re.compile(r"""(?:'|"|\s|^|=)((?:/|\./|~/|[A-Za-z]:\\)[^'"\s:,;()\[\]]+)""")
+_NOT_INPUTS = ("/usr/", "/lib", "/opt/conda/", "/proc/", "/dev/", "/sys/", "site-packages", "dist-packages", ".py")
+
+
+@dataclass(frozen=True, order=True)
+class Progress:
+    """The last epoch and step a log mentions (-1 when it mentions none)."""
+
+    epoch: int = -1
+    step: int = -1
+
+    def to_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "step": self.step}
+
+
+def _last_number(pattern: re.Pattern[str], line: str) -> int | None:
+    found = None
+    for match in pattern.finditer(line):
+        value = next(group for group in match.groups() if group is not None)
+        found = int(value)
+    return found
+
+
+def progress_of(lines: Iterable[str]) -> Progress | None:
+    """Progress from the last lines that say where training was; None if none say it."""
+    epoch = step = None
+    for line in lines:
+        for segment in line.split("\r"):
+            seen_epoch, seen_step = _last_number(_EPOCH, segment), _last_number(_STEP, segment)
+            if seen_epoch is not None:
+                epoch = seen_epoch
+            if seen_step is not None:
+                step = seen_step
+    if epoch is None and step is None:
+        return None
+    return Progress(-1 if epoch is None else epoch, -1 if step is None else step)
+
+
+def paths_in(texts: Iterable[str]) -> list[str]:
+    """File paths named in evidence lines, without code and system locations."""
+    found: list[str] = []
+    for text in texts:
+        for match in _PATH.finditer(text):
+            path = match.group(1).rstrip(".")
+            if len(path) > 2 and not any(part in path for part in _NOT_INPUTS) and path not in found:
+                found.append(path)
+    return found
