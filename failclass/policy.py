@@ -153,14 +153,20 @@ def _input_effects(config: PolicyConfig, attempt: Attempt, history: History, pat
     return tuple(newly)
 
 
-def _excluded_nodes(config: PolicyConfig, attempt: Attempt, history: History, rules: ReasonPolicy) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _excluded_nodes(
+    config: PolicyConfig, attempt: Attempt, history: History, rules: ReasonPolicy
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(nodes to exclude from the retry, nodes that became suspect with this failure)."""
     jobs = {node: set(ids) for node, ids in history.node_jobs.items()}
     if rules.suspect_node:
         for node in attempt.nodes:
             jobs.setdefault(node, set()).add(attempt.job_id)
     suspects = sorted((n for n, ids in jobs.items() if len(ids) >= config.nodes.min_jobs), key=lambda n: (-len(jobs[n]), n))
-    newly = tuple(n for n in suspects if rules.suspect_node and n in attempt.nodes and len(history.node_jobs.get(n, ())) < config.nodes.min_jobs)
+    newly = tuple(
+        n
+        for n in suspects
+        if rules.suspect_node and n in attempt.nodes and len(history.node_jobs.get(n, ())) < config.nodes.min_jobs
+    )
     own = [n for n in attempt.nodes if rules.suspect_node or rules.action == "retry_elsewhere"]
     ordered = list(dict.fromkeys([*own, *suspects]))
     cap = min(config.nodes.max_excluded, max(1, int(config.nodes.max_excluded_share * max(history.nodes_seen, len(ordered)))))
@@ -170,25 +176,17 @@ def _excluded_nodes(config: PolicyConfig, attempt: Attempt, history: History, ru
 def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyConfig) -> Decision:
     """The decision for one failed attempt."""
     rules = config.for_failure(failure.reason, failure.rule_id, attempt.vc)
-    base = {"reason": failure.reason, "rule_id": failure.rule_id, "mode": config.mode}
+
+    def made(action: str, clause: str, message: str, counters: dict[str, Any], **extra: Any) -> Decision:
+        return Decision(action, failure.reason, failure.rule_id, clause, message, counters, mode=config.mode, **extra)
 
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
-        return Decision(
-            "reject",
-            clause="blacklist",
-            message=f"input {blocked[0]} is blacklisted: {history.blacklisted[blocked[0]]}",
-            counters={"blacklisted_inputs": blocked},
-            **base,
-        )
+        why = history.blacklisted[blocked[0]]
+        return made("reject", "blacklist", f"input {blocked[0]} is blacklisted: {why}", {"blacklisted_inputs": blocked})
     if failure.reason in history.held_reasons:
-        return Decision(
-            "hold",
-            clause="holds",
-            message=f"user {attempt.user} is on hold for {failure.reason} until an operator releases it",
-            counters={"user_failures": history.user_failures.get(failure.reason, 0) + 1},
-            **base,
-        )
+        message = f"user {attempt.user} is on hold for {failure.reason} until an operator releases it"
+        return made("hold", "holds", message, {"user_failures": history.user_failures.get(failure.reason, 0) + 1})
 
     inputs = implicated_inputs(attempt, failure) if rules.blacklist_inputs else ()
     blacklist = _input_effects(config, attempt, history, inputs)
@@ -202,31 +200,30 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
 
     if set(blacklist) & set(attempt.inputs) or (blacklist and not attempt.inputs):
         message = f"{len(blacklist)} input(s) blacklisted after this failure: {', '.join(blacklist)}"
-        return Decision("reject", clause="blacklist", message=message, counters=counters, effects=effects, **base)
+        return made("reject", "blacklist", message, counters, effects=effects)
     if hold:
         message = f"failure {user_count} of {failure.reason} by user {attempt.user} (hold after {rules.hold_after})"
-        return Decision("hold", clause=f"{rules.clause}.hold_after", message=message, counters=counters, effects=effects, **base)
+        return made("hold", f"{rules.clause}.hold_after", message, counters, effects=effects)
 
     number = failures_counted(history.job_attempts, failure)
     counters.update(signature=failure.signature, failure_of_signature=number, max_retries=rules.max_retries)
     if rules.action == "no_retry":
         message = f"{failure.reason} does not go away by retrying"
-        return Decision("no_retry", clause=f"{rules.clause}.action", message=message, counters=counters, effects=effects, **base)
+        return made("no_retry", f"{rules.clause}.action", message, counters, effects=effects)
     if rules.spends_budget and number > rules.max_retries:
         message = f"retry budget spent: failure {number} of {failure.signature} in this job, budget {rules.max_retries}"
-        return Decision("no_retry", clause=f"{rules.clause}.max_retries", message=message, counters=counters, effects=effects, **base)
+        return made("no_retry", f"{rules.clause}.max_retries", message, counters, effects=effects)
     budget = "does not spend the retry budget" if not rules.spends_budget else f"retry {number} of {rules.max_retries}"
-    return Decision(
+    return made(
         rules.action,
-        clause=f"{rules.clause}.action",
-        message=f"{failure.reason}: {rules.action.replace('_', ' ')}, {budget}",
-        counters=counters,
+        f"{rules.clause}.action",
+        f"{failure.reason}: {rules.action.replace('_', ' ')}, {budget}",
+        counters,
         backoff_seconds=backoff_seconds(config, attempt, number if rules.spends_budget else 1),
         exclude_nodes=exclude if rules.action == "retry_elsewhere" else (),
         avoid_gpu_types=(attempt.gpu_type,) if rules.avoid_same_gpu_type and attempt.gpu_type else (),
         memory_factor=rules.memory_factor if rules.action == "retry_with_more_resources" else None,
         effects=effects,
-        **base,
     )
 
 
@@ -237,7 +234,14 @@ def admit(attempt: Attempt, history: History, expected_reasons: Sequence[str] = 
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
         why = history.blacklisted[blocked[0]]
-        return Decision("reject", "incorrect_inputs", None, "blacklist", f"input {blocked[0]} is blacklisted: {why}", {"blacklisted_inputs": blocked})
+        return Decision(
+            "reject",
+            "incorrect_inputs",
+            None,
+            "blacklist",
+            f"input {blocked[0]} is blacklisted: {why}",
+            {"blacklisted_inputs": blocked},
+        )
     repeated = sorted(set(expected_reasons) & history.held_reasons)
     if repeated:
         message = f"user {attempt.user} is on hold for {repeated[0]}, which this job failed with before"

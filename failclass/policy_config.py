@@ -153,7 +153,9 @@ def load_policy(path: Path | None = None, known_reasons: set[str] | None = None)
     clusters = {}
     for vc, block in (data.get("virtual_clusters") or {}).items():
         clusters[vc] = {
-            part: {k: _reason_values(v, f"{source}: virtual_clusters.{vc}.{part}.{k}") for k, v in (block.get(part) or {}).items()}
+            part: {
+                k: _reason_values(v, f"{source}: virtual_clusters.{vc}.{part}.{k}") for k, v in (block.get(part) or {}).items()
+            }
             for part in ("reasons", "rules")
         }
     return PolicyConfig(

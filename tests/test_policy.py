@@ -1,0 +1,225 @@
+"""The retry policy over realistic histories: failures are real logs, classified by the
+real classifier; histories are what a cluster would have seen before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from failclass.attempts import Attempt
+from failclass.classify import Classifier
+from failclass.errors import ConfigError
+from failclass.logfacts import Progress
+from failclass.policy import Failure, History, PriorAttempt, admit, backoff_seconds, decide, failures_counted
+from failclass.policy_config import PolicyConfig, load_policy
+from failclass.taxonomy import builtin_taxonomy
+
+LOGS = {
+    "syntax": "corpora/produced/syntax_error/syntax_error__indentation__0.log",
+    "nccl_timeout": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
+    "preempted": "corpora/produced/job_preempted/job_preempted__torchrun_sigterm__0.log",
+    "missing_input": "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log",
+    "cpu_oom": "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log",
+    "ecc": "corpora/public/gpu_ecc_error/alpaca_lora_uncorrectable_ecc.log",
+    "gpu_oom": "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log",
+}
+DATASET = "/nonexistent/data"  # the directory the missing_input log's FileNotFoundError names a file in
+
+
+@pytest.fixture(scope="module")
+def failures(classifier: Classifier) -> dict[str, Failure]:
+    found = {}
+    for name, path in LOGS.items():
+        examined = classifier.examine_path(ROOT / path)
+        result = examined.classification
+        found[name] = Failure(result.reason, result.rule_id, tuple(e.text for e in result.evidence), examined.progress)
+    return found
+
+
+@pytest.fixture(scope="module")
+def policy() -> PolicyConfig:
+    return load_policy()
+
+
+def attempt(n: int = 1, job: str = "job-1", user: str = "alice", **facts) -> Attempt:  # type: ignore[no-untyped-def]
+    return Attempt(job_id=job, attempt=n, user=user, **facts)
+
+
+def prior(failure: Failure, n: int, progress: Progress | None = None) -> PriorAttempt:
+    return PriorAttempt(n, failure.signature, failure.reason, progress)
+
+
+def test_the_logs_are_what_the_histories_need(failures: dict[str, Failure]) -> None:
+    assert {name: f.reason for name, f in failures.items()} == {
+        "syntax": "syntax_error",
+        "nccl_timeout": "mpi_runtime_failure",
+        "preempted": "job_preempted",
+        "missing_input": "incorrect_inputs",
+        "cpu_oom": "cpu_oom",
+        "ecc": "gpu_ecc_error",
+        "gpu_oom": "gpu_oom",
+    }
+
+
+@pytest.mark.parametrize("number", [1, 2, 5])
+def test_a_syntax_error_is_never_retried(failures: dict[str, Failure], policy: PolicyConfig, number: int) -> None:
+    syntax = failures["syntax"]
+    history = History(job_attempts=tuple(prior(syntax, n) for n in range(1, number)))
+    decision = decide(attempt(number), syntax, history, policy)
+    assert decision.action == "no_retry"
+    assert decision.clause == "reasons.syntax_error.action"
+    assert decision.backoff_seconds is None
+
+
+def test_an_nccl_timeout_is_retried_within_its_budget(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    timeout = failures["nccl_timeout"]
+    actions, delays = [], []
+    for number in range(1, 5):
+        history = History(job_attempts=tuple(prior(timeout, n) for n in range(1, number)))
+        decision = decide(attempt(number), timeout, history, policy)
+        actions.append(decision.action)
+        delays.append(decision.backoff_seconds)
+    assert actions == ["retry", "retry", "retry", "no_retry"]
+    assert delays[0] is not None and delays[1] is not None and delays[2] is not None
+    assert 24 <= delays[0] <= 36 and 48 <= delays[1] <= 72 and 96 <= delays[2] <= 144  # 30 s doubling, +-20%
+    last = decide(attempt(4), timeout, History(job_attempts=tuple(prior(timeout, n) for n in range(1, 4))), policy)
+    assert last.clause == "reasons.mpi_runtime_failure.max_retries"
+    assert last.counters["failure_of_signature"] == 4 and last.counters["max_retries"] == 3
+
+
+def test_preemption_does_not_spend_the_budget(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    preempted, timeout = failures["preempted"], failures["nccl_timeout"]
+    history = History(job_attempts=tuple(prior(preempted, n) for n in range(1, 11)))
+    assert decide(attempt(11), preempted, history, policy).action == "retry"
+    # Preemptions between timeouts leave the timeouts' count alone: 2 timeouts before, this is the 3rd.
+    mixed = (prior(timeout, 1), prior(preempted, 2), prior(preempted, 3), prior(timeout, 4), prior(preempted, 5))
+    decision = decide(attempt(6), timeout, History(job_attempts=mixed), policy)
+    assert (decision.action, decision.counters["failure_of_signature"]) == ("retry", 3)
+
+
+def test_progress_between_attempts_restarts_the_count(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    timeout = failures["nccl_timeout"]
+    stuck = tuple(prior(timeout, n, Progress(3, 1200)) for n in range(1, 4))
+    assert (
+        decide(attempt(4), Failure(timeout.reason, timeout.rule_id, (), Progress(3, 1200)), History(stuck), policy).action
+        == "no_retry"
+    )
+    moved_on = Failure(timeout.reason, timeout.rule_id, (), Progress(7, 400))
+    decision = decide(attempt(4), moved_on, History(stuck), policy)
+    assert (decision.action, decision.counters["failure_of_signature"]) == ("retry", 1)
+    assert failures_counted((prior(timeout, 1, Progress(1, 5)), prior(timeout, 2, Progress(2, 5))), timeout) == 2
+
+
+def test_fourth_incorrect_input_failure_from_three_jobs_blacklists_the_path(
+    failures: dict[str, Failure], policy: PolicyConfig
+) -> None:
+    missing = failures["missing_input"]
+    inputs = (DATASET, "/data/vocab.txt")
+    # Three failures so far, from jobs a, a and b.
+    history = History(input_failures={DATASET: ("job-a", "job-a", "job-b")})
+    decision = decide(attempt(1, job="job-c", inputs=inputs), missing, history, policy)
+    assert decision.action == "reject"
+    assert decision.effects.blacklist == (DATASET,)  # the declared input holding the missing file, not the vocabulary
+    assert decision.counters["input_failures"] == {DATASET: 4}
+    # A later job declaring it is rejected before it runs.
+    rejected = admit(attempt(1, job="job-d", user="bob", inputs=(DATASET,)), History(blacklisted={DATASET: "4 failures, 3 jobs"}))
+    assert rejected is not None and rejected.action == "reject" and DATASET in rejected.message
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [("job-a", "job-a", "job-a"), ("job-a", "job-b"), ("job-a", "job-a", "job-a", "job-a", "job-a")],
+    ids=["fourth failure, one job", "third failure, three jobs", "sixth failure, one job"],
+)
+def test_one_bad_job_cannot_blacklist_a_shared_dataset(
+    failures: dict[str, Failure], policy: PolicyConfig, earlier: tuple[str, ...]
+) -> None:
+    job = earlier[-1] if len(set(earlier)) == 1 else "job-c"
+    decision = decide(
+        attempt(1, job=job, inputs=(DATASET,)), failures["missing_input"], History(input_failures={DATASET: earlier}), policy
+    )
+    assert decision.action == "no_retry" and decision.effects.blacklist == ()
+
+
+def test_the_same_users_twentieth_cpu_oom_is_held(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    oom = failures["cpu_oom"]
+    nineteenth = decide(attempt(1, job="job-19"), oom, History(user_failures={"cpu_oom": 18}), policy)
+    assert nineteenth.action == "retry_with_more_resources" and nineteenth.memory_factor == 1.5
+    twentieth = decide(attempt(1, job="job-20"), oom, History(user_failures={"cpu_oom": 19}), policy)
+    assert twentieth.action == "hold" and twentieth.effects.hold_reason == "cpu_oom"
+    assert twentieth.counters["user_failures"] == 20
+    # Held: the next failure, and the next submission that would repeat it, are held too.
+    held = History(user_failures={"cpu_oom": 20}, held_reasons=frozenset({"cpu_oom"}))
+    assert decide(attempt(1, job="job-21"), oom, held, policy).action == "hold"
+    submission = admit(attempt(2, job="job-21"), held, expected_reasons=["cpu_oom"])
+    assert submission is not None and submission.action == "hold"
+    assert admit(attempt(1, job="job-22"), held, expected_reasons=[]) is None
+
+
+def test_hardware_retries_elsewhere_and_makes_the_node_suspect(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    ecc = failures["ecc"]
+    history = History(node_jobs={"gpu-07": frozenset({"job-x"}), "gpu-11": frozenset({"job-y", "job-z"})}, nodes_seen=40)
+    decision = decide(attempt(1, nodes=("gpu-07",)), ecc, history, policy)
+    assert decision.action == "retry_elsewhere"
+    assert decision.exclude_nodes == ("gpu-07", "gpu-11")
+    assert decision.effects.suspect_nodes == ("gpu-07",)
+
+
+def test_a_cluster_wide_incident_cannot_exclude_every_node(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    everyone = {f"gpu-{i:02d}": frozenset({"job-a", "job-b"}) for i in range(12)}
+    decision = decide(attempt(1, nodes=("gpu-00",)), failures["ecc"], History(node_jobs=everyone, nodes_seen=12), policy)
+    assert len(decision.exclude_nodes) == 3  # 25% of the 12 nodes seen
+    assert decision.exclude_nodes[0] == "gpu-00"
+
+
+def test_gpu_oom_is_not_retried_on_the_same_gpu_type(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+    decision = decide(attempt(1, gpu_type="V100-16GB", nodes=("gpu-03",)), failures["gpu_oom"], History(), policy)
+    assert decision.action == "retry_elsewhere" and decision.avoid_gpu_types == ("V100-16GB",)
+    assert (
+        decide(attempt(2), failures["gpu_oom"], History(job_attempts=(prior(failures["gpu_oom"], 1),)), policy).action
+        == "no_retry"
+    )
+
+
+def test_overrides_per_rule_and_virtual_cluster(failures: dict[str, Failure], tmp_path: Path) -> None:
+    timeout = failures["nccl_timeout"]
+    override = tmp_path / "policy.yaml"
+    override.write_text(
+        f"mode: audit\n"
+        f"rules:\n  {timeout.rule_id}: {{max_retries: 5}}\n"
+        f"virtual_clusters:\n  research:\n    reasons:\n      mpi_runtime_failure: {{action: no_retry}}\n"
+    )
+    policy = load_policy(override)
+    history = History(job_attempts=tuple(prior(timeout, n) for n in range(1, 5)))
+    decision = decide(attempt(5), timeout, history, policy)
+    assert (decision.action, decision.clause, decision.mode) == ("retry", f"rules.{timeout.rule_id}.action", "audit")
+    assert decision.to_dict()["enforced"] is False
+    research = decide(attempt(1, vc="research"), timeout, History(), policy)
+    assert (research.action, research.clause) == ("no_retry", "virtual_clusters.research.reasons.mpi_runtime_failure.action")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("reasons:\n  syntax_error: {action: reboot}\n", "is not one of"),
+        ("reasons:\n  syntax_error: {retries: 3}\n", "unknown settings ['retries']"),
+        ("reasons:\n  gpu_on_fire: {action: retry}\n", "unknown to the taxonomy"),
+        ("blacklist: {min_jobz: 3}\n", "min_jobz"),
+        ("mode: yolo\n", "mode must be one of"),
+        ("retry: always\n", "unknown keys ['retry']"),
+    ],
+)
+def test_a_bad_policy_file_is_refused_with_its_place(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_policy(path, known_reasons=set(builtin_taxonomy().reasons))
+
+
+def test_backoff_is_bounded_and_repeatable(policy: PolicyConfig) -> None:
+    delays = [backoff_seconds(policy, attempt(1, job=f"job-{i}"), 10) for i in range(50)]
+    assert all(1440 <= d <= 2160 for d in delays)  # capped at 1800 s, +-20%
+    assert len(set(delays)) > 10  # jitter spreads a herd of retries
+    assert backoff_seconds(policy, attempt(3), 2) == backoff_seconds(policy, attempt(3), 2)
