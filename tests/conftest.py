@@ -1,9 +1,12 @@
-"""Shared fixtures: the built-in rules compiled once per test session."""
+"""Shared fixtures: the built-in rules compiled once per test session, databases."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +32,34 @@ def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
         timeout=600,
         check=False,
     )
+
+
+POSTGRES_URL = os.environ.get("FAILCLASS_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def postgres_schema_url() -> Iterator[str]:
+    """A fresh schema on the test PostgreSQL server, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import OperationalError
+
+    schema = f"failclass_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL)
+    try:
+        with admin.begin() as connection:
+            connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except OperationalError as exc:
+        pytest.fail(f"PostgreSQL at {POSTGRES_URL} is not reachable (set FAILCLASS_TEST_POSTGRES): {exc}")
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    yield f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
+    with admin.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each store and service test runs on the embedded default and on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'failclass.db'}"
+    else:
+        yield from postgres_schema_url()

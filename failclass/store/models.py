@@ -1,0 +1,162 @@
+"""SQLAlchemy 2 tables: attempts with their classification and decision, and the state
+the policy keeps across jobs (input failures and the blacklist, holds, node failures),
+plus operators' labels. Times are stored in UTC."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, DateTime, Dialect, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware datetimes in, aware UTC datetimes out, on SQLite (which keeps no zone) too."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON, datetime: UTCDateTime}
+
+
+class AttemptRow(Base):
+    __tablename__ = "attempts"
+    __table_args__ = (UniqueConstraint("job_id", "attempt_no", name="uq_attempt_job_no"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[str] = mapped_column(String(200), index=True)
+    attempt_no: Mapped[int] = mapped_column(Integer)
+    user: Mapped[str] = mapped_column(String(200), index=True)
+    vc: Mapped[str] = mapped_column(String(200), default="default")
+    status: Mapped[str] = mapped_column(String(20))
+    submit_time: Mapped[datetime | None] = mapped_column()
+    start_time: Mapped[datetime | None] = mapped_column()
+    end_time: Mapped[datetime | None] = mapped_column()
+    gpus: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_type: Mapped[str | None] = mapped_column(String(100))
+    nodes: Mapped[list[Any]] = mapped_column(default=list)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    signal: Mapped[int | None] = mapped_column(Integer)
+    inputs: Mapped[list[Any]] = mapped_column(default=list)
+    logs: Mapped[list[Any]] = mapped_column(default=list)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    recorded_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+    classification: Mapped[ClassificationRow | None] = relationship(back_populates="attempt", uselist=False)
+    decision: Mapped[DecisionRow | None] = relationship(back_populates="attempt", uselist=False)
+
+
+class ClassificationRow(Base):
+    __tablename__ = "classifications"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"), unique=True)
+    reason: Mapped[str] = mapped_column(String(64), index=True)
+    source: Mapped[str] = mapped_column(String(16))
+    rule_id: Mapped[str | None] = mapped_column(String(200))
+    signature: Mapped[str] = mapped_column(String(200))
+    confidence: Mapped[float] = mapped_column(Float)
+    progress_epoch: Mapped[int | None] = mapped_column(Integer)
+    progress_step: Mapped[int | None] = mapped_column(Integer)
+    body: Mapped[dict[str, Any]] = mapped_column()  # the classify contract object
+
+    attempt: Mapped[AttemptRow] = relationship(back_populates="classification")
+
+
+class DecisionRow(Base):
+    __tablename__ = "decisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"), unique=True)
+    job_id: Mapped[str] = mapped_column(String(200), index=True)
+    user: Mapped[str] = mapped_column(String(200), index=True)
+    kind: Mapped[str] = mapped_column(String(16), default="failure")  # failure | admission
+    action: Mapped[str] = mapped_column(String(32), index=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    clause: Mapped[str] = mapped_column(String(300))
+    body: Mapped[dict[str, Any]] = mapped_column()  # the decision contract object
+    decided_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+    attempt: Mapped[AttemptRow | None] = relationship(back_populates="decision")
+
+
+class InputFailureRow(Base):
+    """One incorrect-input failure implicating one path."""
+
+    __tablename__ = "input_failures"
+    __table_args__ = (UniqueConstraint("attempt_id", "path", name="uq_input_failure"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    path: Mapped[str] = mapped_column(String(2000), index=True)
+    job_id: Mapped[str] = mapped_column(String(200))
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
+    failed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BlacklistRow(Base):
+    __tablename__ = "blacklist"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    path: Mapped[str] = mapped_column(String(2000), index=True)
+    why: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    cleared_at: Mapped[datetime | None] = mapped_column()
+    cleared_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class HoldRow(Base):
+    __tablename__ = "holds"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user: Mapped[str] = mapped_column(String(200), index=True)
+    reason: Mapped[str] = mapped_column(String(64))
+    evidence: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    released_at: Mapped[datetime | None] = mapped_column()
+    released_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class NodeFailureRow(Base):
+    """A hardware failure (ECC, CUDA init, ...) of one job on one node."""
+
+    __tablename__ = "node_failures"
+    __table_args__ = (Index("ix_node_failures_node_time", "node", "failed_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    node: Mapped[str] = mapped_column(String(300))
+    job_id: Mapped[str] = mapped_column(String(200))
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
+    reason: Mapped[str] = mapped_column(String(64))
+    failed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LabelRow(Base):
+    __tablename__ = "labels"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("attempts.id", ondelete="SET NULL"))
+    reason: Mapped[str] = mapped_column(String(64))
+    stored_as: Mapped[str] = mapped_column(String(2000))
+    note: Mapped[str] = mapped_column(Text, default="")
+    labelled_by: Mapped[str] = mapped_column(String(200))
+    labelled_at: Mapped[datetime] = mapped_column(default=utcnow)

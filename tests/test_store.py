@@ -1,0 +1,135 @@
+"""The store on SQLite and on PostgreSQL: migrations, recording attempts exactly once, and
+the policy's state across jobs (holds, blacklist, suspect nodes) as the database keeps it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import inspect
+
+from conftest import ROOT
+from failclass.attempts import Attempt
+from failclass.classify import Classifier
+from failclass.policy_config import PolicyConfig, load_policy
+from failclass.store.migrate import current, upgrade
+from failclass.store.repository import Store
+
+LOGS = {
+    "nccl_timeout": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
+    "missing_input": "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log",
+    "cpu_oom": "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log",
+    "ecc": "corpora/public/gpu_ecc_error/alpaca_lora_uncorrectable_ecc.log",
+    "passed": "corpora/passed/runs/train_progress_plain_0.log",
+}
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def examined(classifier: Classifier) -> dict[str, Any]:
+    return {name: classifier.examine_path(ROOT / path) for name, path in LOGS.items()}
+
+
+@pytest.fixture
+def store(database_url: str) -> Store:
+    return Store.open(database_url)
+
+
+@pytest.fixture(scope="module")
+def policy() -> PolicyConfig:
+    return load_policy()
+
+
+def report(store: Store, examined: dict[str, Any], policy: PolicyConfig, log: str, minutes: int = 0, **facts: Any):  # type: ignore[no-untyped-def]
+    facts.setdefault("user", "alice")
+    facts.setdefault("attempt", 1)
+    key = facts.pop("key", None)
+    attempt = Attempt(**facts)
+    found = examined[log]
+    now = T0 + timedelta(minutes=minutes)
+    return store.record(attempt, found.classification.to_dict(), found.progress, policy, key, now)
+
+
+def test_migrations_build_the_schema(store: Store) -> None:
+    assert current(store.engine) == "0001"
+    tables = set(inspect(store.engine).get_table_names())
+    assert {"attempts", "classifications", "decisions", "blacklist", "holds", "input_failures", "node_failures", "labels"} <= tables
+    upgrade(store.engine)  # a second upgrade is a no-op
+    assert current(store.engine) == "0001"
+
+
+def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+    first = report(store, examined, policy, "nccl_timeout", job_id="job-1", key="k-1", nodes=("gpu-01",))
+    assert not first.duplicate and first.decision is not None
+    assert first.decision["action"] == "retry" and first.classification["reason"] == "mpi_runtime_failure"
+    again = report(store, examined, policy, "nccl_timeout", minutes=5, job_id="job-1", key="k-1")
+    same_attempt = report(store, examined, policy, "nccl_timeout", minutes=5, job_id="job-1", key="other-key")
+    assert again.duplicate and same_attempt.duplicate
+    assert again.attempt_id == same_attempt.attempt_id == first.attempt_id
+    assert again.decision == first.decision
+    (recorded,) = store.job("job-1")
+    assert recorded["attempt"] == 1 and recorded["nodes"] == ["gpu-01"]
+    assert recorded["decision"]["action"] == "retry"
+
+
+def test_a_passed_attempt_gets_no_decision(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+    recorded = report(store, examined, policy, "passed", job_id="job-ok", status="passed")
+    assert recorded.decision is None and recorded.classification["reason"] == "no_signature"
+
+
+def test_budget_is_kept_across_reported_attempts(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+    actions = [report(store, examined, policy, "nccl_timeout", n, job_id="job-2", attempt=n).decision["action"] for n in range(1, 5)]
+    assert actions == ["retry", "retry", "retry", "no_retry"]
+    assert [d["action"] for d in store.decisions(job_id="job-2")] == ["no_retry", "retry", "retry", "retry"]
+
+
+def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+    actions = [report(store, examined, policy, "cpu_oom", n, job_id=f"oom-{n}", user="carol").decision["action"] for n in range(1, 21)]
+    assert actions[:19] == ["retry_with_more_resources"] * 19 and actions[19] == "hold"
+    (hold,) = store.holds()
+    assert (hold["user"], hold["reason"], hold["evidence"]["failures"]) == ("carol", "cpu_oom", 20)
+    assert report(store, examined, policy, "cpu_oom", 30, job_id="oom-21", user="carol").decision["action"] == "hold"
+    assert store.admit(Attempt("oom-21", 2, "carol"), policy)["action"] == "hold"
+    assert store.admit(Attempt("fresh-job", 1, "carol"), policy) is None  # never failed: nothing to repeat
+
+    assert store.release_hold(hold["id"], by="operator", now=T0 + timedelta(minutes=40))
+    assert not store.release_hold(hold["id"], by="operator")
+    after = report(store, examined, policy, "cpu_oom", 50, job_id="oom-22", user="carol").decision
+    assert after["action"] == "retry_with_more_resources" and after["explanation"]["counters"]["user_failures"] == 1
+    assert store.admit(Attempt("oom-21", 2, "carol"), policy) is None
+
+
+def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+    dataset = "/nonexistent/data"
+    for n, job in enumerate(("a", "a", "b")):
+        decision = report(store, examined, policy, "missing_input", n, job_id=f"in-{job}", attempt=n + 1, user=f"u{n}", inputs=(dataset,)).decision
+        assert decision["action"] == "no_retry" and store.blacklist() == []
+    fourth = report(store, examined, policy, "missing_input", 10, job_id="in-c", user="u9", inputs=(dataset,)).decision
+    assert fourth["action"] == "reject" and fourth["effects"]["blacklisted_inputs"] == [dataset]
+    (entry,) = store.blacklist()
+    assert entry["path"] == dataset and entry["evidence"]["failures"] == 4
+
+    rejected = store.admit(Attempt("in-d", 1, "dave", inputs=(dataset, "/data/other")), policy)
+    assert rejected is not None and rejected["action"] == "reject"
+    assert any(d["kind"] == "admission" for d in store.decisions(user="dave"))
+    assert store.clear_blacklist(entry["id"], by="operator", now=T0 + timedelta(minutes=20))
+    assert store.blacklist() == [] and len(store.blacklist(include_cleared=True)) == 1
+    assert store.admit(Attempt("in-d", 1, "dave", inputs=(dataset,)), policy) is None
+    # After clearing, the count starts again: one more failure does not blacklist it.
+    again = report(store, examined, policy, "missing_input", 30, job_id="in-e", user="erin", inputs=(dataset,)).decision
+    assert again["action"] == "no_retry"
+
+
+def test_ecc_failures_of_two_jobs_make_a_node_suspect(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+    cluster = tuple(f"gpu-{i:02d}" for i in range(10))
+    report(store, examined, policy, "passed", job_id="big-job", status="passed", nodes=cluster)  # the nodes the cluster has
+    first = report(store, examined, policy, "ecc", job_id="hw-1", nodes=("gpu-07",)).decision
+    assert first["action"] == "retry_elsewhere" and first["exclude_nodes"] == ["gpu-07"]
+    second = report(store, examined, policy, "ecc", 5, job_id="hw-2", nodes=("gpu-07",)).decision
+    assert second["effects"]["suspect_nodes"] == ["gpu-07"]
+    (node,) = store.nodes(policy, now=T0 + timedelta(minutes=10))
+    assert node["node"] == "gpu-07" and node["suspect"] and node["jobs"] == ["hw-1", "hw-2"]
+    # A third job elsewhere is kept off the suspect node, within the cap (25% of 10 nodes).
+    third = report(store, examined, policy, "ecc", 8, job_id="hw-3", nodes=("gpu-09",)).decision
+    assert third["exclude_nodes"] == ["gpu-09", "gpu-07"]
