@@ -39,11 +39,20 @@ def _last_bytes(path: Path) -> bytes:
 
 def add_label(log: Path, reason: str, known: set[str], directory: Path, note: str = "") -> Path:
     """Store ``log`` as an example of ``reason``; returns the stored copy."""
+    return _store(_last_bytes(log), reason, known, directory, note, getpass.getuser(), str(log.resolve()))
+
+
+def add_text_label(text: str, reason: str, known: set[str], directory: Path, note: str, by: str) -> Path:
+    """Store a log given as text (an HTTP request) as an example of ``reason``."""
+    data = text.encode("utf-8", "surrogateescape")[-MAX_LABEL_BYTES:]
+    return _store(data, reason, known, directory, note, by, "request")
+
+
+def _store(data: bytes, reason: str, known: set[str], directory: Path, note: str, by: str, original: str) -> Path:
     if reason not in known:
         raise ConfigError(f"unknown reason {reason!r}; one of: {', '.join(sorted(known))}")
-    data = _last_bytes(log)
     if not data.strip():
-        raise InputError(f"{log}: empty log, nothing to learn from")
+        raise InputError(f"{original}: empty log, nothing to learn from")
     name = hashlib.sha256(data).hexdigest()[:20]
     for earlier in directory.glob(f"*/{name}.*"):
         earlier.unlink()
@@ -54,9 +63,9 @@ def add_label(log: Path, reason: str, known: set[str], directory: Path, note: st
     os.replace(partial, target)
     facts = {
         "reason": reason,
-        "original": str(log.resolve()),
+        "original": original,
         "labelled_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "by": getpass.getuser(),
+        "by": by,
         "note": note,
     }
     target.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")

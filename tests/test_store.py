@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from conftest import ROOT
 from sqlalchemy import inspect
 
-from conftest import ROOT
 from failclass.attempts import Attempt
 from failclass.classify import Classifier
 from failclass.policy_config import PolicyConfig, load_policy
@@ -54,7 +54,16 @@ def report(store: Store, examined: dict[str, Any], policy: PolicyConfig, log: st
 def test_migrations_build_the_schema(store: Store) -> None:
     assert current(store.engine) == "0001"
     tables = set(inspect(store.engine).get_table_names())
-    assert {"attempts", "classifications", "decisions", "blacklist", "holds", "input_failures", "node_failures", "labels"} <= tables
+    assert {
+        "attempts",
+        "classifications",
+        "decisions",
+        "blacklist",
+        "holds",
+        "input_failures",
+        "node_failures",
+        "labels",
+    } <= tables
     upgrade(store.engine)  # a second upgrade is a no-op
     assert current(store.engine) == "0001"
 
@@ -79,13 +88,17 @@ def test_a_passed_attempt_gets_no_decision(store: Store, examined: dict[str, Any
 
 
 def test_budget_is_kept_across_reported_attempts(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
-    actions = [report(store, examined, policy, "nccl_timeout", n, job_id="job-2", attempt=n).decision["action"] for n in range(1, 5)]
+    actions = [
+        report(store, examined, policy, "nccl_timeout", n, job_id="job-2", attempt=n).decision["action"] for n in range(1, 5)
+    ]
     assert actions == ["retry", "retry", "retry", "no_retry"]
     assert [d["action"] for d in store.decisions(job_id="job-2")] == ["no_retry", "retry", "retry", "retry"]
 
 
 def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
-    actions = [report(store, examined, policy, "cpu_oom", n, job_id=f"oom-{n}", user="carol").decision["action"] for n in range(1, 21)]
+    actions = [
+        report(store, examined, policy, "cpu_oom", n, job_id=f"oom-{n}", user="carol").decision["action"] for n in range(1, 21)
+    ]
     assert actions[:19] == ["retry_with_more_resources"] * 19 and actions[19] == "hold"
     (hold,) = store.holds()
     assert (hold["user"], hold["reason"], hold["evidence"]["failures"]) == ("carol", "cpu_oom", 20)
@@ -100,10 +113,14 @@ def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined
     assert store.admit(Attempt("oom-21", 2, "carol"), policy) is None
 
 
-def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
+    store: Store, examined: dict[str, Any], policy: PolicyConfig
+) -> None:
     dataset = "/nonexistent/data"
     for n, job in enumerate(("a", "a", "b")):
-        decision = report(store, examined, policy, "missing_input", n, job_id=f"in-{job}", attempt=n + 1, user=f"u{n}", inputs=(dataset,)).decision
+        decision = report(
+            store, examined, policy, "missing_input", n, job_id=f"in-{job}", attempt=n + 1, user=f"u{n}", inputs=(dataset,)
+        ).decision
         assert decision["action"] == "no_retry" and store.blacklist() == []
     fourth = report(store, examined, policy, "missing_input", 10, job_id="in-c", user="u9", inputs=(dataset,)).decision
     assert fourth["action"] == "reject" and fourth["effects"]["blacklisted_inputs"] == [dataset]

@@ -71,6 +71,11 @@ class Store:
             upgrade(engine)
         return cls(engine)
 
+    def ping(self) -> None:
+        """Raise if the database does not answer."""
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
     @contextmanager
     def _serialised(self, keys: Sequence[str]) -> Iterator[Session]:
         """A transaction that holds the locks of ``keys`` until it ends."""
@@ -454,16 +459,14 @@ class Store:
         return sorted(result, key=lambda e: (-len(e["jobs"]), e["node"]))
 
     def add_label(self, attempt_id: int | None, reason: str, stored_as: str, note: str, by: str) -> int:
+        """Record an operator's label; KeyError when ``attempt_id`` names no attempt."""
         with self.sessions() as session, session.begin():
+            if attempt_id is not None and session.get(AttemptRow, attempt_id) is None:
+                raise KeyError(attempt_id)
             row = LabelRow(attempt_id=attempt_id, reason=reason, stored_as=stored_as, note=note, labelled_by=by)
             session.add(row)
             session.flush()
             return row.id
-
-    def attempt_log_paths(self, attempt_id: int) -> list[str]:
-        with self.sessions() as session:
-            row = session.get(AttemptRow, attempt_id)
-            return list(row.logs) if row else []
 
     def attempt_rows(self) -> list[dict[str, Any]]:
         """Every attempt with its classification, for the analytics."""

@@ -1,0 +1,81 @@
+"""Request and response bodies (pydantic): validated at the door, documented in OpenAPI."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from failclass.attempts import Attempt
+
+
+class AttemptIn(BaseModel):
+    """Facts of one attempt and its log text, as a scheduler reports them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(min_length=1, max_length=200)
+    attempt: int = Field(ge=1)
+    user: str = Field(min_length=1, max_length=200)
+    vc: str = Field(default="default", max_length=200)
+    status: Literal["failed", "killed", "unsuccessful", "passed"] = "failed"
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    gpus: int = Field(default=0, ge=0)
+    gpu_type: str | None = Field(default=None, max_length=100)
+    nodes: list[str] = Field(default_factory=list, max_length=4096)
+    exit_code: int | None = None
+    signal: int | None = None
+    inputs: list[str] = Field(default_factory=list, max_length=1024)
+    logs: list[str] = Field(default_factory=list, max_length=1024, description="where the logs are, recorded as facts")
+    log: str = Field(default="", description="the attempt's stdout/stderr text, classified")
+    idempotency_key: str | None = Field(default=None, max_length=200, description="or the Idempotency-Key header")
+
+    def to_attempt(self) -> Attempt:
+        return Attempt(
+            job_id=self.job_id,
+            attempt=self.attempt,
+            user=self.user,
+            vc=self.vc,
+            status=self.status,
+            submit_time=self.submit_time,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            gpus=self.gpus,
+            gpu_type=self.gpu_type,
+            nodes=tuple(self.nodes),
+            exit_code=self.exit_code,
+            signal=self.signal,
+            inputs=tuple(self.inputs),
+            logs=tuple(self.logs),
+        )
+
+
+class AttemptOut(BaseModel):
+    attempt_id: int
+    duplicate: bool
+    classification: dict[str, Any]
+    decision: dict[str, Any] | None
+
+
+class ClassifyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    log: str
+
+
+class LabelIn(BaseModel):
+    """An operator's correction: the log and its true reason."""
+
+    model_config = ConfigDict(extra="forbid")
+    log: str = Field(min_length=1)
+    reason: str
+    attempt_id: int | None = None
+    note: str = Field(default="", max_length=2000)
+
+
+class LabelOut(BaseModel):
+    id: int
+    reason: str
+    stored_as: str

@@ -1,0 +1,39 @@
+"""Service settings, validated at start: environment variables FAILCLASS_<NAME> or
+arguments of ``failclass serve``. Every limit the service enforces is here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_database_url() -> str:
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{data_home / 'failclass' / 'failclass.db'}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FAILCLASS_", extra="forbid")
+
+    database_url: str = Field(default_factory=default_database_url, description="SQLAlchemy URL; SQLite file by default")
+    tokens_file: Path | None = Field(default=None, description="JSON list of API tokens (name, sha256, scopes); none: no auth")
+    policy_file: Path | None = Field(default=None, description="operator policy overriding policy/default.yaml")
+    model: Path | None = Field(default=None, description="fallback model (.joblib beside its .json); default the built-in one")
+    no_model: bool = Field(default=False, description="rules only")
+    labels_dir: Path | None = Field(default=None, description="where POST /v1/labels keeps logs; default corpora/labels")
+    max_request_bytes: int = Field(default=16 << 20, ge=1024, description="larger request bodies get 413")
+    max_page: int = Field(default=1000, ge=1, description="largest `limit` a listing accepts")
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, url: str) -> str:
+        if not url.startswith(("sqlite", "postgresql")):
+            raise ValueError("database_url must be a sqlite:// or postgresql:// URL")
+        return url
+
+    def sqlite_path(self) -> Path | None:
+        prefix = "sqlite:///"
+        return Path(self.database_url[len(prefix) :]) if self.database_url.startswith(prefix) else None
