@@ -18,7 +18,7 @@ from service_server import running_service
 
 CPU_OOM = (ROOT / "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log").read_text()
 NCCL = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
-OOM_JOBS = 25  # one user's CPU OOMs across independent jobs: the 20th puts them on hold
+OOM_JOBS = 60  # one user's CPU OOMs across independent jobs: the 20th puts them on hold
 NCCL_JOBS, NCCL_ATTEMPTS = 30, 3
 
 
@@ -39,17 +39,21 @@ def test_concurrent_reports_count_each_attempt_once(database: str, tmp_path: Pat
     bodies = reports()
     requests = bodies * 2  # every attempt reported twice, as a retrying client would
     random.Random(7).shuffle(requests)
-    with running_service(next(urls), tmp_path, "--workers", workers) as base:
-        with httpx.Client(base_url=base, timeout=120, limits=httpx.Limits(max_connections=32)) as http:
+    limits = httpx.Limits(max_connections=32)
+    with (
+        running_service(next(urls), tmp_path, "--workers", workers) as base,
+        httpx.Client(base_url=base, timeout=120, limits=limits) as http,
+    ):
 
-            def send(body: dict[str, Any]) -> tuple[str, int, dict[str, Any]]:
-                response = http.post("/v1/attempts", json=body)
-                return body["idempotency_key"], response.status_code, response.json()
+        def send(body: dict[str, Any]) -> tuple[str, int, dict[str, Any]]:
+            # A new connection per report, as independent clients: both workers get them.
+            response = httpx.post(f"{base}/v1/attempts", json=body, timeout=120)
+            return body["idempotency_key"], response.status_code, response.json()
 
-            with ThreadPoolExecutor(32) as pool:
-                answers = list(pool.map(send, requests))
-            decisions = http.get("/v1/decisions", params={"limit": 1000}).json()["decisions"]
-            holds = http.get("/v1/holds").json()["holds"]
+        with ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(send, requests))
+        decisions = http.get("/v1/decisions", params={"limit": 1000}).json()["decisions"]
+        holds = http.get("/v1/holds").json()["holds"]
     next(urls, None)
 
     by_key: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
