@@ -37,12 +37,14 @@ bench: $(STAMP)
 	command -v rg >/dev/null || apt-get install -y ripgrep
 	$(BIN)/python benchmarks/engine_throughput.py
 	$(BIN)/python benchmarks/fallback_cost.py
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(BIN)/python benchmarks/service_load.py --postgres
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet ruff mypy types-PyYAML
-	$(BIN)/ruff check failclass tests benchmarks
-	$(BIN)/ruff format --check failclass tests benchmarks
-	$(BIN)/mypy --ignore-missing-imports failclass
+	$(BIN)/ruff check failclass service tests benchmarks
+	$(BIN)/ruff format --check failclass service tests benchmarks
+	$(BIN)/mypy --ignore-missing-imports failclass service
 
 clean:
 	rm -rf $(VENV) .pytest_cache

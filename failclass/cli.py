@@ -359,6 +359,28 @@ def serve(
 
 
 @main.group()
+def db() -> None:
+    """The service's database."""
+
+
+@db.command("upgrade")
+@click.option("--database-url", help="SQLAlchemy URL (default: the service's SQLite file, or FAILCLASS_DATABASE_URL).")
+def db_upgrade(database_url: str | None) -> None:
+    """Apply the schema migrations (the service also does at start)."""
+    from failclass.store.migrate import current, upgrade
+    from failclass.store.repository import make_engine
+    from service.settings import Settings
+
+    settings = Settings(database_url=database_url) if database_url else Settings()
+    sqlite_file = settings.sqlite_path()
+    if sqlite_file is not None:
+        sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    click.echo(f"{engine.url.render_as_string(hide_password=True)}: schema at revision {current(engine)}")
+
+
+@main.group()
 def token() -> None:
     """API tokens for the service."""
 

@@ -194,7 +194,7 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
     user_count = history.user_failures.get(failure.reason, 0) + 1
     hold = rules.hold_after is not None and user_count >= rules.hold_after
     effects = Effects(failure.reason if hold else None, blacklist, suspects, inputs, attempt.nodes if rules.suspect_node else ())
-    counters: dict[str, Any] = {"user_failures": user_count}
+    counters: dict[str, Any] = {"user_failures": user_count} if rules.hold_after is not None else {}
     if inputs:
         counters["input_failures"] = {p: len(history.input_failures.get(p, ())) + 1 for p in inputs}
 

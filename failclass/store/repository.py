@@ -39,6 +39,7 @@ from failclass.store.models import (
 )
 
 DEFAULT_LIMIT = 100
+NODES_SAMPLE = 5000
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,11 @@ class Store:
     def _history(
         self, session: Session, current: int, attempt: Attempt, failure: Failure, config: PolicyConfig, now: datetime
     ) -> History:
-        """What the policy needs to know, the attempt being recorded (row ``current``) excluded."""
+        """What the policy needs to know, the attempt being recorded (row ``current``) excluded.
+        Only what this failure's settings can use is read: a decision stays cheap as the
+        store grows."""
+        rules = config.for_failure(failure.reason, failure.rule_id, attempt.vc)
+        about_nodes = rules.suspect_node or rules.action == "retry_elsewhere"
         prior = session.execute(
             select(
                 AttemptRow.attempt_no,
@@ -235,12 +240,12 @@ class Store:
         paths = sorted(set(attempt.inputs) | set(implicated_inputs(attempt, failure)))
         return History(
             job_attempts=job_attempts,
-            user_failures=self._user_failures(session, current, attempt, config, now),
+            user_failures=self._user_failures(session, current, attempt, config, now) if rules.hold_after else {},
             held_reasons=frozenset(held),
             blacklisted=self._active_blacklist(session, paths),
-            input_failures=self._input_failures(session, paths),
-            node_jobs=self._node_jobs(session, config, now),
-            nodes_seen=self._nodes_seen(session, config, now),
+            input_failures=self._input_failures(session, paths) if rules.blacklist_inputs else {},
+            node_jobs=self._node_jobs(session, config, now) if about_nodes else {},
+            nodes_seen=self._nodes_seen(session, config, now) if about_nodes else 0,
         )
 
     def _user_failures(
@@ -308,9 +313,14 @@ class Store:
         return {node: frozenset(ids) for node, ids in jobs.items()}
 
     def _nodes_seen(self, session: Session, config: PolicyConfig, now: datetime) -> int:
+        """Nodes of the window's last NODES_SAMPLE attempts: the cluster's size, as far as
+        the exclusion cap needs it."""
         since = now - timedelta(hours=config.nodes.window_hours)
         seen: set[str] = set()
-        for nodes in session.scalars(select(AttemptRow.nodes).where(AttemptRow.recorded_at >= since)):
+        recent = (
+            select(AttemptRow.nodes).where(AttemptRow.recorded_at >= since).order_by(AttemptRow.id.desc()).limit(NODES_SAMPLE)
+        )
+        for nodes in session.scalars(recent):
             seen.update(nodes or ())
         return len(seen)
 
