@@ -123,6 +123,25 @@ class Classifier:
     def examine_bytes(self, data: bytes | str) -> Examination:
         return self._examine(blocks_of_text(data))
 
+    def examine_paths(self, paths: Iterable[Path]) -> tuple[Path, Examination]:
+        """The logs of one attempt (stdout, stderr, one per rank) examined together: the
+        log with the strongest answer speaks for the attempt (an explicit signature over
+        the model over an implicit one over none, then confidence); progress is the
+        furthest any log reached."""
+        examined = [(path, self.examine_path(path)) for path in paths]
+        if not examined:
+            raise ValueError("no log to examine")
+        best_path, best = max(examined, key=lambda pair: self._strength(pair[1].classification))
+        progress = max((e.progress for _, e in examined if e.progress is not None), default=None)
+        return best_path, Examination(best.classification, progress)
+
+    def _strength(self, result: Classification) -> tuple[int, float]:
+        if result.source == "signature" and result.rule_id is not None:
+            rank = 3 if self.rules[result.rule_id].kind == "explicit" else 1
+        else:
+            rank = 2 if result.source == "model" else 0
+        return rank, result.confidence
+
     def _examine(self, reader: BlockReader) -> Examination:
         tail = Tail()
         result = self._classify(reader, tail)

@@ -400,5 +400,13 @@ def token_create(name: str, scopes: str, path: Path) -> None:
     click.echo(secret)
 
 
+def _register_hook() -> None:
+    from failclass.hook.commands import hook
+
+    main.add_command(hook)
+
+
+_register_hook()
+
 if __name__ == "__main__":
     main()

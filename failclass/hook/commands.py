@@ -1,0 +1,242 @@
+"""`failclass hook ...`: the scheduler's side (exit codes in failclass.hook.decide)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from failclass.attempts import Attempt
+from failclass.classify import Classifier
+from failclass.errors import ConfigError, InputError
+from failclass.hook.decide import LocalBackend, RemoteBackend, ServiceRefused, exit_code
+from failclass.policy_config import load_policy
+
+backend_options = [
+    click.option("--service-url", envvar="FAILCLASS_SERVICE_URL", help="A failclass service; default: the local store."),
+    click.option("--token", envvar="FAILCLASS_SERVICE_TOKEN", help="API token for the service (write scope)."),
+    click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the service."),
+    click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The local store (default: the service's SQLite file)."),
+    click.option(
+        "--policy", "policy_file", envvar="FAILCLASS_POLICY", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+    ),
+]
+fact_options = [
+    click.option("--facts", type=click.File("r"), help="Attempt facts as JSON ('-' for stdin); options override."),
+    click.option("--job-id"),
+    click.option("--attempt", "attempt_no", type=int),
+    click.option("--user"),
+    click.option("--vc"),
+    click.option("--gpus", type=int),
+    click.option("--gpu-type"),
+    click.option("--node", "nodes", multiple=True),
+    click.option("--exit-code", type=int),
+    click.option("--signal", type=int),
+    click.option("--input", "inputs", multiple=True, help="A declared input path (repeatable)."),
+    click.option("--start", "start_time", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])),
+    click.option("--end", "end_time", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])),
+    click.option(
+        "--log", "logs", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="A log file (repeatable)."
+    ),
+]
+
+
+def with_options(options: list[Any]) -> Any:
+    def apply(function: Any) -> Any:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return apply
+
+
+def _aware(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.astimezone()
+
+
+def attempt_from(facts: dict[str, Any], options: dict[str, Any]) -> Attempt:
+    merged = {**facts, **{k: v for k, v in options.items() if v not in (None, ())}}
+    merged.setdefault("attempt", merged.pop("attempt_no", None) or 1)
+    merged.pop("attempt_no", None)
+    for key in ("nodes", "inputs", "logs"):
+        merged[key] = tuple(str(v) for v in merged.get(key, ()))
+    for key in ("submit_time", "start_time", "end_time"):
+        merged[key] = _aware(merged.get(key))
+    if not merged.get("job_id") or not merged.get("user"):
+        raise click.UsageError("the attempt needs --job-id and --user (or both in --facts)")
+    try:
+        return Attempt(**merged)
+    except (TypeError, ValueError) as exc:
+        raise click.UsageError(f"invalid attempt facts: {exc}") from None
+
+
+def backend(
+    ctx: click.Context,
+    service_url: str | None,
+    token: str | None,
+    timeout: float,
+    database_url: str | None,
+    policy_file: Path | None,
+) -> LocalBackend | RemoteBackend:
+    from failclass.cli import _classifier  # the classifier as `classify` builds it (model options included)
+
+    try:
+        policy = load_policy(policy_file)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    classifier: Classifier = _classifier(ctx, with_model=True)
+    if service_url:
+        return RemoteBackend(service_url, token, timeout, classifier, policy)
+    from service.settings import Settings
+
+    settings = Settings(database_url=database_url) if database_url else Settings()
+    sqlite_file = settings.sqlite_path()
+    if sqlite_file is not None:
+        sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    return LocalBackend(settings.database_url, classifier, policy)
+
+
+@click.group()
+def hook() -> None:
+    """What a scheduler calls: after a failed attempt (decide) and at submission (admit)."""
+
+
+@hook.command("decide")
+@with_options(fact_options + backend_options)
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+@click.pass_context
+def decide_command(
+    ctx: click.Context,
+    facts: Any,
+    as_json: bool,
+    service_url: str | None,
+    token: str | None,
+    timeout: float,
+    database_url: str | None,
+    policy_file: Path | None,
+    **options: Any,
+) -> None:
+    """Classify the attempt's logs, record, decide; the exit status names the action:
+    retry 10, retry_elsewhere 11, retry_with_more_resources 12, no_retry 13, hold 14,
+    reject 15 (0 when the policy is in audit mode)."""
+    attempt = attempt_from(json.load(facts) if facts else {}, options)
+    logs = [Path(p) for p in attempt.logs]
+    if not logs:
+        raise click.UsageError('give the attempt\'s logs (--log, or "logs" in --facts)')
+    chosen = backend(ctx, service_url, token, timeout, database_url, policy_file)
+    try:
+        answer = chosen.decide(attempt, logs)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        ctx.exit(1)
+    except ServiceRefused as exc:
+        raise click.UsageError(str(exc)) from None
+    _print(answer, as_json)
+    ctx.exit(exit_code(answer))
+
+
+@hook.command("admit")
+@with_options(fact_options + backend_options)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_context
+def admit_command(
+    ctx: click.Context,
+    facts: Any,
+    as_json: bool,
+    service_url: str | None,
+    token: str | None,
+    timeout: float,
+    database_url: str | None,
+    policy_file: Path | None,
+    **options: Any,
+) -> None:
+    """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject)."""
+    attempt = attempt_from(json.load(facts) if facts else {}, options)
+    chosen = backend(ctx, service_url, token, timeout, database_url, policy_file)
+    try:
+        answer = chosen.admit(attempt)
+    except ServiceRefused as exc:
+        raise click.UsageError(str(exc)) from None
+    _print(answer, as_json)
+    ctx.exit(exit_code(answer))
+
+
+@hook.command("slurm-epilog")
+@with_options(backend_options)
+@click.pass_context
+def slurm_epilog(
+    ctx: click.Context,
+    service_url: str | None,
+    token: str | None,
+    timeout: float,
+    database_url: str | None,
+    policy_file: Path | None,
+) -> None:
+    """Run by Slurm's EpilogSlurmctld (see `slurm-install`): decide and act with scontrol."""
+    from failclass.hook.slurm import epilog
+
+    chosen = backend(ctx, service_url, token, timeout, database_url, policy_file)
+    ctx.exit(epilog(chosen.decide))
+
+
+@hook.command("slurm-install")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--slurm-conf",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=lambda: os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"),
+    show_default="$SLURM_CONF or /etc/slurm/slurm.conf",
+)
+@click.option("--database-url", help="The store the hook records in (default: the service's SQLite file).")
+@click.option("--service-url", help="A failclass service instead of a local store.")
+@click.option(
+    "--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="File holding the service token."
+)
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def slurm_install(
+    directory: Path,
+    slurm_conf: Path,
+    database_url: str | None,
+    service_url: str | None,
+    token_file: Path | None,
+    policy_file: Path | None,
+) -> None:
+    """Write the epilog script, job_submit.lua and their settings into DIRECTORY."""
+    from failclass.hook.slurm_install import install
+
+    settings = {
+        "FAILCLASS_DATABASE_URL": database_url,
+        "FAILCLASS_SERVICE_URL": service_url,
+        "FAILCLASS_SERVICE_TOKEN": token_file.read_text().strip() if token_file else None,
+        "FAILCLASS_POLICY": str(policy_file.resolve()) if policy_file else None,
+    }
+    written = install(directory.resolve(), {k: v for k, v in settings.items() if v}, slurm_conf.resolve())
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(
+        "\nIn slurm.conf:\n"
+        f"  EpilogSlurmctld={directory.resolve() / 'failclass-epilog.sh'}\n"
+        "  JobSubmitPlugins=lua\n"
+        f"and put job_submit.lua beside slurm.conf ({slurm_conf.resolve().parent}), then `scontrol reconfigure`."
+    )
+
+
+def _print(answer: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(answer, default=str))
+        return
+    explanation = answer.get("explanation", {})
+    line = f"{answer['action']}"
+    if explanation:
+        line += f": {explanation.get('reason')} ({explanation.get('rule_id') or 'no rule'}): {explanation.get('message')}"
+    if answer.get("fallback"):
+        line += f"\n  note: {answer['fallback']}"
+    click.echo(line, file=sys.stdout)

@@ -1,0 +1,166 @@
+"""The scheduler hook: after a failed attempt, `decide`; at submission, `admit`.
+
+Both work against the local store (a SQLite file, or any database URL) or a remote
+failclass service. When the service cannot be reached (connection refused, timeout,
+5xx), `decide` falls back to the local rules and policy without history, counting every
+earlier attempt of the job as a failure of the same signature: a fallback never grants
+more retries than the budget; `admit` admits (failclass down must not stop a cluster).
+Either says so in its answer (`"fallback": ...`).
+
+Exit status, one per action (documented in the README): retry 10, retry_elsewhere 11,
+retry_with_more_resources 12, no_retry 13, hold 14, reject 15; admit 0. A decision in
+audit mode (not enforced) exits 0. Errors: 1 (unreadable logs), 2 (usage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from failclass.attempts import Attempt
+from failclass.classify import Classifier, Examination
+from failclass.policy import Failure, History, PriorAttempt, decide
+from failclass.policy_config import PolicyConfig
+
+EXIT_CODES = {
+    "retry": 10,
+    "retry_elsewhere": 11,
+    "retry_with_more_resources": 12,
+    "no_retry": 13,
+    "hold": 14,
+    "reject": 15,
+    "admit": 0,
+}
+MAX_SENT_BYTES = 8 << 20  # of the logs' ends sent to a remote service (its limit is 16 MiB)
+
+
+def exit_code(answer: dict[str, Any]) -> int:
+    if not answer.get("enforced", True):
+        return 0
+    return EXIT_CODES[answer["action"]]
+
+
+def attempt_json(attempt: Attempt) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "job_id": attempt.job_id,
+        "attempt": attempt.attempt,
+        "user": attempt.user,
+        "vc": attempt.vc,
+        "status": attempt.status,
+        "gpus": attempt.gpus,
+        "gpu_type": attempt.gpu_type,
+        "nodes": list(attempt.nodes),
+        "exit_code": attempt.exit_code,
+        "signal": attempt.signal,
+        "inputs": list(attempt.inputs),
+        "logs": list(attempt.logs),
+    }
+    for name in ("submit_time", "start_time", "end_time"):
+        value = getattr(attempt, name)
+        facts[name] = value.isoformat() if value else None
+    return facts
+
+
+def read_ends(paths: list[Path], budget: int = MAX_SENT_BYTES) -> str:
+    """The end of each log (an equal share of the budget), one after the other."""
+    share = budget // max(len(paths), 1)
+    parts = []
+    for path in paths:
+        with path.open("rb") as stream:
+            size = stream.seek(0, 2)
+            stream.seek(max(size - share, 0))
+            parts.append(stream.read().decode("utf-8", "replace"))
+    return "\n".join(parts)
+
+
+@dataclass
+class LocalBackend:
+    """Decisions recorded in a database this process opens itself."""
+
+    database_url: str
+    classifier: Classifier
+    policy: PolicyConfig
+
+    def decide(self, attempt: Attempt, logs: list[Path]) -> dict[str, Any]:
+        from failclass.store.repository import Store
+
+        log, examined = self.classifier.examine_paths(logs)
+        store = Store.open(self.database_url)
+        recorded = store.record(attempt, examined.classification.to_dict(), examined.progress, self.policy)
+        store.engine.dispose()
+        return {
+            "attempt_id": recorded.attempt_id,
+            "classification": recorded.classification,
+            "log": str(log),
+            **(recorded.decision or {}),
+        }
+
+    def admit(self, attempt: Attempt) -> dict[str, Any]:
+        from failclass.store.repository import Store
+
+        store = Store.open(self.database_url)
+        decision = store.admit(attempt, self.policy)
+        store.engine.dispose()
+        return decision if decision is not None else {"action": "admit", "mode": self.policy.mode}
+
+
+@dataclass
+class RemoteBackend:
+    """A failclass service; falls back to local rules when it cannot be reached."""
+
+    url: str
+    token: str | None
+    timeout: float
+    classifier: Classifier
+    policy: PolicyConfig
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        response = httpx.post(self.url.rstrip("/") + path, json=body, headers=headers, timeout=self.timeout)
+        if response.status_code >= 500:
+            raise httpx.HTTPStatusError(f"{response.status_code} from the service", request=response.request, response=response)
+        if response.status_code >= 400:
+            raise ServiceRefused(f"the service refused the request ({response.status_code}): {response.text[:500]}")
+        return response.json()  # type: ignore[no-any-return]
+
+    def decide(self, attempt: Attempt, logs: list[Path]) -> dict[str, Any]:
+        body = {**attempt_json(attempt), "log": read_ends(logs), "idempotency_key": f"{attempt.job_id}/{attempt.attempt}"}
+        try:
+            answer = self._post("/v1/attempts", body)
+        except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+            return local_fallback(
+                attempt,
+                logs,
+                self.classifier,
+                self.policy,
+                f"service unreachable ({exc}): decided locally from the rules, without history",
+            )
+        return {"attempt_id": answer["attempt_id"], "classification": answer["classification"], **(answer["decision"] or {})}
+
+    def admit(self, attempt: Attempt) -> dict[str, Any]:
+        try:
+            return self._post("/v1/admissions", attempt_json(attempt))
+        except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+            return {"action": "admit", "mode": self.policy.mode, "fallback": f"service unreachable ({exc}): admitted unchecked"}
+
+
+class ServiceRefused(Exception):
+    """The service answered 4xx: a problem with the request, not with the service."""
+
+
+def local_fallback(attempt: Attempt, logs: list[Path], classifier: Classifier, policy: PolicyConfig, why: str) -> dict[str, Any]:
+    """A decision without the store: every earlier attempt counts as the same failure."""
+    log, examined = classifier.examine_paths(logs)
+    failure = failure_of(examined)
+    earlier = tuple(PriorAttempt(n, failure.signature, failure.reason) for n in range(1, attempt.attempt))
+    decision = decide(attempt, failure, History(job_attempts=earlier), policy)
+    evidence = examined.classification.to_dict()["evidence"]
+    return {"classification": examined.classification.to_dict(), "log": str(log), **decision.to_dict(evidence), "fallback": why}
+
+
+def failure_of(examined: Examination) -> Failure:
+    result = examined.classification
+    return Failure(result.reason, result.rule_id, tuple(e.text for e in result.evidence), examined.progress)
