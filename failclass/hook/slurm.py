@@ -64,7 +64,7 @@ def attempt_from_job(job: Mapping[str, str], env: Mapping[str, str], inputs: tup
     """The attempt that just ended, from scontrol's view of the job and the epilog's environment."""
     exit_status, _, signal = job.get("ExitCode", "0:0").partition(":")
     failed = job.get("ExitCode", "0:0") != "0:0" or job.get("Reason", "None") not in ("None", "")
-    gpus = _GPUS.search(job.get("AllocTRES", "") or job.get("ReqTRES", ""))
+    gpus = _GPUS.search(job.get("AllocTRES") or job.get("TRES") or job.get("ReqTRES") or "")
     node = job.get("BatchHost") or env.get("SLURM_JOB_NODELIST", "")
     logs = tuple(dict.fromkeys(p for p in (job.get("StdOut"), job.get("StdErr")) if p))
     return Attempt(
