@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ backend_options = [
 fact_options = [
     click.option("--facts", type=click.File("r"), help="Attempt facts as JSON ('-' for stdin); options override."),
     click.option("--job-id"),
-    click.option("--attempt", "attempt_no", type=int),
+    click.option("--attempt", "attempt_no", type=int, help="Attempt number (default: the one after those recorded)."),
     click.option("--user"),
     click.option("--vc"),
     click.option("--gpus", type=int),
@@ -62,46 +64,69 @@ def _aware(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.astimezone()
 
 
-def attempt_from(facts: dict[str, Any], options: dict[str, Any]) -> Attempt:
+def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: LocalBackend | RemoteBackend) -> Attempt:
     merged = {**facts, **{k: v for k, v in options.items() if v not in (None, ())}}
-    merged.setdefault("attempt", merged.pop("attempt_no", None) or 1)
-    merged.pop("attempt_no", None)
+    if "attempt_no" in merged:
+        merged["attempt"] = merged.pop("attempt_no")
     for key in ("nodes", "inputs", "logs"):
         merged[key] = tuple(str(v) for v in merged.get(key, ()))
     for key in ("submit_time", "start_time", "end_time"):
         merged[key] = _aware(merged.get(key))
     if not merged.get("job_id") or not merged.get("user"):
         raise click.UsageError("the attempt needs --job-id and --user (or both in --facts)")
+    if not merged.get("attempt"):
+        merged["attempt"] = chosen.next_attempt(str(merged["job_id"]))
     try:
         return Attempt(**merged)
     except (TypeError, ValueError) as exc:
         raise click.UsageError(f"invalid attempt facts: {exc}") from None
 
 
-def backend(
-    ctx: click.Context,
-    service_url: str | None,
-    token: str | None,
-    timeout: float,
-    database_url: str | None,
-    policy_file: Path | None,
-) -> LocalBackend | RemoteBackend:
-    from failclass.cli import _classifier  # the classifier as `classify` builds it (model options included)
+@dataclass(frozen=True)
+class BackendChoice:
+    """Where decisions are made: a failclass service, else the local store."""
 
-    try:
-        policy = load_policy(policy_file)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    classifier: Classifier = _classifier(ctx, with_model=True)
-    if service_url:
-        return RemoteBackend(service_url, token, timeout, classifier, policy)
-    from service.settings import Settings
+    service_url: str | None
+    token: str | None
+    timeout: float
+    database_url: str | None
+    policy_file: Path | None
 
-    settings = Settings(database_url=database_url) if database_url else Settings()
-    sqlite_file = settings.sqlite_path()
-    if sqlite_file is not None:
-        sqlite_file.parent.mkdir(parents=True, exist_ok=True)
-    return LocalBackend(settings.database_url, classifier, policy)
+    def open(self, ctx: click.Context) -> LocalBackend | RemoteBackend:
+        from failclass.cli import _classifier  # the classifier as `classify` builds it (model options included)
+
+        try:
+            policy = load_policy(self.policy_file)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+        classifier: Classifier = _classifier(ctx, with_model=True)
+        if self.service_url:
+            return RemoteBackend(self.service_url, self.token, self.timeout, classifier, policy)
+        from service.settings import Settings
+
+        settings = Settings(database_url=self.database_url) if self.database_url else Settings()
+        sqlite_file = settings.sqlite_path()
+        if sqlite_file is not None:
+            sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        return LocalBackend(settings.database_url, classifier, policy)
+
+
+def with_backend(function: Any) -> Any:
+    """The backend options, handed to the command as one ``choice`` argument."""
+
+    @functools.wraps(function)
+    def command(
+        *args: Any,
+        service_url: str | None,
+        token: str | None,
+        timeout: float,
+        database_url: str | None,
+        policy_file: Path | None,
+        **kwargs: Any,
+    ) -> Any:
+        return function(*args, choice=BackendChoice(service_url, token, timeout, database_url, policy_file), **kwargs)
+
+    return with_options(backend_options)(command)
 
 
 @click.group()
@@ -110,28 +135,19 @@ def hook() -> None:
 
 
 @hook.command("decide")
-@with_options(fact_options + backend_options)
+@with_backend
+@with_options(fact_options)
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.pass_context
-def decide_command(
-    ctx: click.Context,
-    facts: Any,
-    as_json: bool,
-    service_url: str | None,
-    token: str | None,
-    timeout: float,
-    database_url: str | None,
-    policy_file: Path | None,
-    **options: Any,
-) -> None:
+def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
     """Classify the attempt's logs, record, decide; the exit status names the action:
     retry 10, retry_elsewhere 11, retry_with_more_resources 12, no_retry 13, hold 14,
     reject 15 (0 when the policy is in audit mode)."""
-    attempt = attempt_from(json.load(facts) if facts else {}, options)
+    chosen = choice.open(ctx)
+    attempt = attempt_from(json.load(facts) if facts else {}, options, chosen)
     logs = [Path(p) for p in attempt.logs]
     if not logs:
         raise click.UsageError('give the attempt\'s logs (--log, or "logs" in --facts)')
-    chosen = backend(ctx, service_url, token, timeout, database_url, policy_file)
     try:
         answer = chosen.decide(attempt, logs)
     except InputError as exc:
@@ -144,23 +160,14 @@ def decide_command(
 
 
 @hook.command("admit")
-@with_options(fact_options + backend_options)
+@with_backend
+@with_options(fact_options)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_context
-def admit_command(
-    ctx: click.Context,
-    facts: Any,
-    as_json: bool,
-    service_url: str | None,
-    token: str | None,
-    timeout: float,
-    database_url: str | None,
-    policy_file: Path | None,
-    **options: Any,
-) -> None:
+def admit_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
     """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject)."""
-    attempt = attempt_from(json.load(facts) if facts else {}, options)
-    chosen = backend(ctx, service_url, token, timeout, database_url, policy_file)
+    chosen = choice.open(ctx)
+    attempt = attempt_from(json.load(facts) if facts else {}, options, chosen)
     try:
         answer = chosen.admit(attempt)
     except ServiceRefused as exc:
@@ -170,21 +177,27 @@ def admit_command(
 
 
 @hook.command("slurm-epilog")
-@with_options(backend_options)
+@with_backend
 @click.pass_context
-def slurm_epilog(
-    ctx: click.Context,
-    service_url: str | None,
-    token: str | None,
-    timeout: float,
-    database_url: str | None,
-    policy_file: Path | None,
-) -> None:
+def slurm_epilog(ctx: click.Context, choice: BackendChoice) -> None:
     """Run by Slurm's EpilogSlurmctld (see `slurm-install`): decide and act with scontrol."""
     from failclass.hook.slurm import epilog
 
-    chosen = backend(ctx, service_url, token, timeout, database_url, policy_file)
+    chosen = choice.open(ctx)
     ctx.exit(epilog(chosen.decide))
+
+
+@hook.command("k8s-controller")
+@with_backend
+@click.option("--namespace", help="Watch one namespace (default: all).")
+@click.option("--every", default=10.0, show_default=True, help="Seconds between passes.")
+@click.pass_context
+def k8s_controller(ctx: click.Context, namespace: str | None, every: float, choice: BackendChoice) -> None:
+    """Watch failed pods of Jobs (through kubectl), decide, and patch their Jobs."""
+    from failclass.hook.kubernetes import KubectlApi, watch
+
+    chosen = choice.open(ctx)
+    watch(KubectlApi(namespace), chosen.decide, every)
 
 
 @hook.command("slurm-install")

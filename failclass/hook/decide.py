@@ -98,6 +98,14 @@ class LocalBackend:
             **(recorded.decision or {}),
         }
 
+    def next_attempt(self, job_id: str) -> int:
+        from failclass.store.repository import Store
+
+        store = Store.open(self.database_url)
+        recorded = store.job(job_id)
+        store.engine.dispose()
+        return max((a["attempt"] for a in recorded), default=0) + 1
+
     def admit(self, attempt: Attempt) -> dict[str, Any]:
         from failclass.store.repository import Store
 
@@ -125,6 +133,17 @@ class RemoteBackend:
         if response.status_code >= 400:
             raise ServiceRefused(f"the service refused the request ({response.status_code}): {response.text[:500]}")
         return response.json()  # type: ignore[no-any-return]
+
+    def next_attempt(self, job_id: str) -> int:
+        """The attempt after those the service recorded; 1 if it cannot be asked."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            response = httpx.get(f"{self.url.rstrip('/')}/v1/jobs/{job_id}", headers=headers, timeout=self.timeout)
+        except httpx.TransportError:
+            return 1
+        if response.status_code != 200:
+            return 1
+        return max((a["attempt"] for a in response.json()["attempts"]), default=0) + 1
 
     def decide(self, attempt: Attempt, logs: list[Path]) -> dict[str, Any]:
         body = {**attempt_json(attempt), "log": read_ends(logs), "idempotency_key": f"{attempt.job_id}/{attempt.attempt}"}
