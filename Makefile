@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TORCH := $(VENV)/.installed-torch
 
 .PHONY: demo test bench lint clean corpus train evaluate
 
@@ -13,20 +14,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# PyTorch (CPU wheel) for the scenarios and the Slurm end-to-end tests' real failing launch.
+$(TORCH): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,corpus]'
+	touch $(TORCH)
+
 demo: $(STAMP)
 	$(BIN)/failclass classify samples/*.log
 
 # The Slurm end-to-end tests need Debian's slurm-wlm and munge (about 20 s to install);
 # without them (no root, no apt) those tests skip and say why.
-test: $(STAMP)
+test: $(TORCH)
 	command -v slurmctld >/dev/null || apt-get install -y -q slurm-wlm munge >/dev/null || \
 		(apt-get update -q >/dev/null && apt-get install -y -q slurm-wlm munge >/dev/null) || true
 	$(BIN)/python -m pytest -q
 
 # Regenerate the produced corpus (real failing programs; needs gcc, OpenMPI, root for the
 # cgroup OOM scenario) and the manifest; then retrain the fallback model.
-corpus: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[corpus]'
+corpus: $(TORCH)
 	command -v mpirun >/dev/null || apt-get install -y openmpi-bin libopenmpi-dev
 	$(BIN)/python corpora/build.py
 
