@@ -324,6 +324,36 @@ def label(ctx: click.Context, log: Path, reason: str, note: str, labels_dir_: Pa
 
 
 @main.command()
+@click.argument("manifests", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--database-url", help="Report on the attempts in this store instead of manifests.")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "csv", "json"]), default="markdown", show_default=True)
+@click.pass_context
+def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | None, fmt: str) -> None:
+    """Table 7, Table 6 and repeats per reason, over classified attempts (CSV or JSON Lines
+    manifests with job_id, attempt, user, status, start_time, end_time, gpus, reason)."""
+    from failclass.analytics.records import read_records, store_records
+    from failclass.analytics.report import build_report, to_csv, to_json, to_markdown
+
+    if bool(manifests) == bool(database_url):
+        raise click.UsageError("give manifests or --database-url, one of the two")
+    try:
+        if database_url:
+            from failclass.store.repository import Store
+
+            records = store_records(Store.open(database_url, migrate=False).attempt_rows())
+        else:
+            records = read_records(manifests)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        ctx.exit(EXIT_INPUT)
+    unknown = sorted({r.reason for r in records if r.reason} - set(builtin_taxonomy().reasons))
+    if unknown:
+        raise click.UsageError(f"reasons unknown to the taxonomy: {unknown}")
+    built = build_report(records, builtin_taxonomy())
+    click.echo({"markdown": to_markdown, "csv": to_csv, "json": to_json}[fmt](built), nl=False)
+
+
+@main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))

@@ -22,10 +22,15 @@ class Table6Row:
 
 
 def table6(jobs: Sequence[TraceJob]) -> list[Table6Row]:
-    counts = Counter(job.status for job in jobs)
-    gpu: dict[str, int] = defaultdict(int)
-    for job in jobs:
-        gpu[job.status] += job.gpu_seconds
+    return table6_of([(job.status, job.gpu_seconds) for job in jobs])
+
+
+def table6_of(jobs: Sequence[tuple[str, float]]) -> list[Table6Row]:
+    """Table 6 from (final status, GPU time) per job."""
+    counts = Counter(status for status, _ in jobs)
+    gpu: dict[str, float] = defaultdict(float)
+    for status, gpu_time in jobs:
+        gpu[status] += gpu_time
     total_jobs, total_gpu = len(jobs) or 1, sum(gpu.values()) or 1
     rows = [Table6Row(s, counts[s], round(100 * counts[s] / total_jobs, 2), round(100 * gpu[s] / total_gpu, 2)) for s in ORDER]
     return [*rows, Table6Row("total", len(jobs), 100.0, 100.0)]

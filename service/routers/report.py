@@ -1,4 +1,4 @@
-"""GET /v1/report: Table 7 of the Philly study over the failed attempts in the store."""
+"""GET /v1/report: Table 7, Table 6 and repeats per reason over the attempts in the store."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from failclass.analytics.table7 import FailedAttempt, table7
+from failclass.analytics.records import store_records
+from failclass.analytics.report import build_report
 from service.deps import ClassifierDep, Reader, StoreDep
 
 router = APIRouter(prefix="/v1", tags=["report"])
@@ -14,16 +15,4 @@ router = APIRouter(prefix="/v1", tags=["report"])
 
 @router.get("/report")
 def report(store: StoreDep, classifier: ClassifierDep, _: Reader) -> dict[str, Any]:
-    rows = [r for r in store.attempt_rows() if r["status"] != "passed"]
-    failed = [
-        FailedAttempt(
-            reason=r["reason"],
-            job_id=r["job_id"],
-            user=r["user"],
-            rtf_minutes=(r["end_time"] - r["start_time"]).total_seconds() / 60 if r["start_time"] and r["end_time"] else None,
-            gpus=r["gpus"],
-        )
-        for r in rows
-    ]
-    table = table7(failed, classifier.ruleset.taxonomy)
-    return {"failed_attempts": len(failed), "table7": [row.to_dict() for row in table]}
+    return build_report(store_records(store.attempt_rows()), classifier.ruleset.taxonomy).to_dict()

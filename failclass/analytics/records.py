@@ -1,0 +1,102 @@
+"""Classified attempt records from manifests (CSV or JSON Lines) and from the store.
+
+A manifest row is one attempt: job_id, attempt, user, vc, status (passed / failed /
+killed / unsuccessful), start_time, end_time (ISO 8601), gpus, and the failure reason
+(a taxonomy id) for attempts that did not pass. Missing optional columns take their
+defaults; a bad value is reported with its line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from failclass.analytics.table7 import FailedAttempt
+from failclass.errors import InputError
+
+REQUIRED = ("job_id", "user", "status")
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    job_id: str
+    attempt: int
+    user: str
+    vc: str
+    status: str
+    start_time: datetime | None
+    end_time: datetime | None
+    gpus: int
+    reason: str | None
+
+    @property
+    def rtf_minutes(self) -> float | None:
+        if self.start_time is None or self.end_time is None:
+            return None
+        return max((self.end_time - self.start_time).total_seconds(), 0.0) / 60
+
+    def failed(self) -> FailedAttempt:
+        return FailedAttempt(self.reason or "no_signature", self.job_id, self.user, self.rtf_minutes, self.gpus)
+
+
+def _time(value: Any) -> datetime | None:
+    if value in (None, ""):
+        return None
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def record_of(row: Mapping[str, Any], where: str) -> AttemptRecord:
+    missing = [key for key in REQUIRED if not row.get(key)]
+    if missing:
+        raise InputError(f"{where}: missing {', '.join(missing)}")
+    try:
+        return AttemptRecord(
+            job_id=str(row["job_id"]),
+            attempt=int(row.get("attempt") or 1),
+            user=str(row["user"]),
+            vc=str(row.get("vc") or "default"),
+            status=str(row["status"]),
+            start_time=_time(row.get("start_time")),
+            end_time=_time(row.get("end_time")),
+            gpus=int(row.get("gpus") or 0),
+            reason=str(row["reason"]) if row.get("reason") else None,
+        )
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}: bad value ({exc})") from None
+
+
+def _rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    if path.suffix == ".jsonl":
+        with path.open() as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        yield f"{path}: line {number}", json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise InputError(f"{path}: line {number}: not JSON ({exc.msg})") from None
+    elif path.suffix == ".csv":
+        with path.open(newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                yield f"{path}: line {number}", row
+    else:
+        raise InputError(f"{path}: a manifest is .csv or .jsonl")
+
+
+def read_records(paths: Iterable[Path]) -> list[AttemptRecord]:
+    records: list[AttemptRecord] = []
+    for path in paths:
+        try:
+            records.extend(record_of(row, where) for where, row in _rows(path))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc}") from None
+    return records
+
+
+def store_records(rows: Iterable[Mapping[str, Any]]) -> list[AttemptRecord]:
+    """From `Store.attempt_rows()`."""
+    return [record_of(row, f"store attempt {row.get('job_id')}/{row.get('attempt')}") for row in rows]
