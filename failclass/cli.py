@@ -354,6 +354,23 @@ def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | 
 
 
 @main.command()
+@click.option("--fraction", type=click.FloatRange(0.0001, 1.0), default=0.01, show_default=True, help="Of Philly's scale.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder for attempts.jsonl and logs/."
+)
+@click.option("--no-logs", is_flag=True, help="Only the manifest.")
+def simulate(fraction: float, seed: int, out: Path, no_logs: bool) -> None:
+    """Draw a job/attempt trace (and logs) following the Philly study's Tables 7 and 6."""
+    from failclass.analytics.simulate import simulate as draw
+
+    drawn = draw(fraction, seed, out, write_logs=not no_logs)
+    failed = sum(a["reason"] is not None for a in drawn.attempts)
+    jobs = len({a["job_id"] for a in drawn.attempts})
+    click.echo(f"{len(drawn.attempts)} attempts of {jobs} jobs ({failed} failed) in {out / 'attempts.jsonl'}")
+
+
+@main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))

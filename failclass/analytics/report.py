@@ -31,8 +31,14 @@ class Report:
         return asdict(self)
 
 
+def is_failure(record: AttemptRecord) -> bool:
+    """What Table 7 counts: attempts that failed, and killed ones that were preempted; a
+    job killed by its user is no failure (it counts in Table 6)."""
+    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason == "job_preempted")
+
+
 def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report:
-    failed = [r for r in records if r.status != "passed"]
+    failed = [r for r in records if is_failure(r)]
     attempts = [r.failed() for r in failed]
     last: dict[str, AttemptRecord] = {}
     gpu_minutes: dict[str, float] = {}
