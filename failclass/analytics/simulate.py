@@ -19,6 +19,7 @@ from the corpus (passed jobs: a real passed run).
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import random
@@ -88,7 +89,7 @@ def draw_rtf(quantiles: tuple[float, float, float], rng: random.Random) -> float
     p50, p90, p95 = (max(q, 0.01) for q in quantiles)
     points = [(0.0, p50 / 20), (0.5, p50), (0.9, max(p90, p50)), (0.95, max(p95, p90, p50)), (1.0, 3 * max(p95, p90, p50))]
     u = rng.random()
-    for (q0, v0), (q1, v1) in zip(points, points[1:]):
+    for (q0, v0), (q1, v1) in itertools.pairwise(points):
         if u <= q1:
             t = (u - q0) / (q1 - q0)
             return round(math.exp(math.log(v0) + t * (math.log(v1) - math.log(v0))), 3)
