@@ -326,7 +326,7 @@ def label(ctx: click.Context, log: Path, reason: str, note: str, labels_dir_: Pa
 @main.command()
 @click.argument("manifests", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--database-url", help="Report on the attempts in this store instead of manifests.")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "csv", "json"]), default="markdown", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["markdown", "csv", "json", "html"]), default="markdown", show_default=True)
 @click.pass_context
 def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | None, fmt: str) -> None:
     """Table 7, Table 6 and repeats per reason, over classified attempts (CSV or JSON Lines
@@ -350,6 +350,11 @@ def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | 
     if unknown:
         raise click.UsageError(f"reasons unknown to the taxonomy: {unknown}")
     built = build_report(records, builtin_taxonomy())
+    if fmt == "html":
+        from failclass.analytics.html import to_html  # matplotlib loads only here
+
+        click.echo(to_html(built, records, builtin_taxonomy()), nl=False)
+        return
     click.echo({"markdown": to_markdown, "csv": to_csv, "json": to_json}[fmt](built), nl=False)
 
 

@@ -1,6 +1,6 @@
 """Classified attempt records from manifests (CSV or JSON Lines) and from the store.
 
-A manifest row is one attempt: job_id, attempt, user, vc, status (passed / failed /
+A manifest (.csv, .jsonl or .parquet) row is one attempt: job_id, attempt, user, vc, status (passed / failed /
 killed / unsuccessful), start_time, end_time (ISO 8601), gpus, and the failure reason
 (a taxonomy id) for attempts that did not pass. Missing optional columns take their
 defaults; a bad value is reported with its line.
@@ -83,8 +83,20 @@ def _rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         with path.open(newline="") as handle:
             for number, row in enumerate(csv.DictReader(handle), start=2):
                 yield f"{path}: line {number}", row
+    elif path.suffix == ".parquet":
+        from pyarrow import parquet
+
+        try:
+            table = parquet.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+        number = 0
+        for batch in table.iter_batches(batch_size=65536):
+            for row in batch.to_pylist():
+                number += 1
+                yield f"{path}: row {number}", row
     else:
-        raise InputError(f"{path}: a manifest is .csv or .jsonl")
+        raise InputError(f"{path}: a manifest is .csv, .jsonl or .parquet")
 
 
 def read_records(paths: Iterable[Path]) -> list[AttemptRecord]:
