@@ -88,7 +88,7 @@ def _rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
 
         try:
             table = parquet.ParquetFile(path)
-        except Exception as exc:  # pyarrow raises several types for a damaged file
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
             raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
         number = 0
         for batch in table.iter_batches(batch_size=65536):
