@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fallback_cost.py
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(BIN)/python benchmarks/service_load.py --postgres
+	$(BIN)/python benchmarks/analytics_scale.py
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet ruff mypy types-PyYAML
