@@ -1,9 +1,11 @@
 """Classified attempt records from manifests (CSV or JSON Lines) and from the store.
 
-A manifest (.csv, .jsonl or .parquet) row is one attempt: job_id, attempt, user, vc, status (passed / failed /
-killed / unsuccessful), start_time, end_time (ISO 8601), gpus, and the failure reason
-(a taxonomy id) for attempts that did not pass. Missing optional columns take their
-defaults; a bad value is reported with its line.
+A manifest (.csv, .jsonl or .parquet) row is one attempt: job_id, attempt, user, vc,
+status (passed / failed / killed / unsuccessful), submit_time, start_time, end_time (ISO
+8601), gpus, nodes, exit_code, inputs, logs, and the failure reason (a taxonomy id) for
+attempts that did not pass. Only job_id, user and status are required; lists (nodes,
+inputs, logs) are JSON lists, or ';'-separated in CSV. A bad value is reported with its
+line.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ class AttemptRecord:
     end_time: datetime | None
     gpus: int
     reason: str | None
+    submit_time: datetime | None = None
+    nodes: tuple[str, ...] = ()
+    exit_code: int | None = None
+    inputs: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
 
     @property
     def rtf_minutes(self) -> float | None:
@@ -50,6 +57,14 @@ def _time(value: Any) -> datetime | None:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
+def _list(value: Any) -> tuple[str, ...]:
+    if value in (None, ""):
+        return ()
+    if isinstance(value, str):
+        return tuple(part for part in value.split(";") if part)
+    return tuple(str(part) for part in value)
+
+
 def record_of(row: Mapping[str, Any], where: str) -> AttemptRecord:
     missing = [key for key in REQUIRED if not row.get(key)]
     if missing:
@@ -65,6 +80,11 @@ def record_of(row: Mapping[str, Any], where: str) -> AttemptRecord:
             end_time=_time(row.get("end_time")),
             gpus=int(row.get("gpus") or 0),
             reason=str(row["reason"]) if row.get("reason") else None,
+            submit_time=_time(row.get("submit_time")),
+            nodes=_list(row.get("nodes")),
+            exit_code=int(row["exit_code"]) if row.get("exit_code") not in (None, "") else None,
+            inputs=_list(row.get("inputs")),
+            logs=_list(row.get("logs") or row.get("log")),
         )
     except (TypeError, ValueError) as exc:
         raise InputError(f"{where}: bad value ({exc})") from None
