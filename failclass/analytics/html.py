@@ -20,7 +20,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from failclass.analytics.records import AttemptRecord
-from failclass.analytics.report import Report, is_failure
+from failclass.analytics.report import (
+    REPEAT_HEADERS,
+    TABLE6_HEADERS,
+    TABLE7_HEADERS,
+    Report,
+    cell,
+    is_failure,
+    repeat_cells,
+    table6_cells,
+    table7_cells,
+)
 from failclass.taxonomy import Taxonomy
 
 TOP_REASONS = 8
@@ -104,75 +114,14 @@ def repeats_per_user(records: Sequence[AttemptRecord]) -> str:
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(cell(v))}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _fmt(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.2f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
 def to_html(report: Report, records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> str:
-    table7 = _table(
-        [
-            "reason",
-            "categories",
-            "trials",
-            "jobs",
-            "users",
-            "RTF p50",
-            "p90",
-            "p95 (min)",
-            "RTF %",
-            "1 GPU",
-            "2-4",
-            ">4",
-            "GPU-min",
-            "%",
-        ],
-        [
-            [
-                r.reason_name,
-                r.categories,
-                r.trials,
-                r.jobs,
-                r.users,
-                r.rtf_p50_min,
-                r.rtf_p90_min,
-                r.rtf_p95_min,
-                r.rtf_total_pct,
-                r.demand_1,
-                r.demand_2_4,
-                r.demand_gt4,
-                r.rtf_x_demand_gpu_min,
-                r.rtf_x_demand_pct,
-            ]
-            for r in report.table7
-        ],
-    )
-    table6 = _table(
-        ["status", "jobs", "jobs %", "GPU time %"], [[r.status, r.jobs, r.jobs_pct, r.gpu_time_pct] for r in report.table6]
-    )
-    repeats = _table(
-        ["reason", "trials", "per job", "per user", "top users", "their share"],
-        [
-            [
-                r.reason_id,
-                r.trials,
-                r.trials_per_job,
-                r.trials_per_user,
-                ", ".join(f"{u} ({n})" for u, n in r.top_users),
-                f"{100 * r.top_users_share:.1f}%",
-            ]
-            for r in report.repetition
-        ],
-    )
+    table7 = _table(TABLE7_HEADERS, table7_cells(report))
+    table6 = _table(TABLE6_HEADERS, table6_cells(report))
+    repeats = _table(REPEAT_HEADERS, repeat_cells(report))
     figures = [
         (
             "Runtime to failure per reason: user errors fail in minutes, infrastructure errors after hours.",

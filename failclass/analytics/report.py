@@ -49,7 +49,8 @@ def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report
     return Report(len(records), len(failed), table7(attempts, taxonomy), table6_of(jobs), repetition(attempts))
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """How a table shows a value: thousands separators, two decimals, "-" for none."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -59,70 +60,76 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+TABLE7_HEADERS = [
+    "reason",
+    "cat.",
+    "trials",
+    "jobs",
+    "users",
+    "RTF p50",
+    "p90",
+    "p95 (min)",
+    "RTF %",
+    "1 GPU",
+    "2-4",
+    ">4",
+    "RTF x GPUs (GPU-min)",
+    "%",
+]
+TABLE6_HEADERS = ["status", "jobs", "jobs %", "GPU time %"]
+REPEAT_HEADERS = ["reason", "trials", "per job", "per user", "top users (trials)", "their share"]
+
+
+def table7_cells(report: Report) -> list[list[Any]]:
+    return [
+        [
+            r.reason_name,
+            r.categories or "-",
+            r.trials,
+            r.jobs,
+            r.users,
+            r.rtf_p50_min,
+            r.rtf_p90_min,
+            r.rtf_p95_min,
+            r.rtf_total_pct,
+            r.demand_1,
+            r.demand_2_4,
+            r.demand_gt4,
+            r.rtf_x_demand_gpu_min,
+            r.rtf_x_demand_pct,
+        ]
+        for r in report.table7
+    ]
+
+
+def table6_cells(report: Report) -> list[list[Any]]:
+    return [[r.status, r.jobs, r.jobs_pct, r.gpu_time_pct] for r in report.table6]
+
+
+def repeat_cells(report: Report) -> list[list[Any]]:
+    return [
+        [
+            r.reason_id,
+            r.trials,
+            r.trials_per_job,
+            r.trials_per_user,
+            ", ".join(f"{u} ({n})" for u, n in r.top_users),
+            f"{100 * r.top_users_share:.1f}%",
+        ]
+        for r in report.repetition
+    ]
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
 
 
 def to_markdown(report: Report) -> str:
     out = [f"# Failure report: {report.attempts:,} attempts, {report.failed_attempts:,} failed", ""]
-    out += ["## Failures by reason (Table 7)", ""]
-    out += _table(
-        [
-            "reason",
-            "cat.",
-            "trials",
-            "jobs",
-            "users",
-            "RTF p50",
-            "p90",
-            "p95 (min)",
-            "RTF %",
-            "1 GPU",
-            "2-4",
-            ">4",
-            "RTF x GPUs (GPU-min)",
-            "%",
-        ],
-        [
-            [
-                r.reason_name,
-                r.categories or "-",
-                r.trials,
-                r.jobs,
-                r.users,
-                r.rtf_p50_min,
-                r.rtf_p90_min,
-                r.rtf_p95_min,
-                r.rtf_total_pct,
-                r.demand_1,
-                r.demand_2_4,
-                r.demand_gt4,
-                r.rtf_x_demand_gpu_min,
-                r.rtf_x_demand_pct,
-            ]
-            for r in report.table7
-        ],
-    )
-    out += ["", "## Jobs by final status (Table 6)", ""]
-    out += _table(
-        ["status", "jobs", "jobs %", "GPU time %"], [[r.status, r.jobs, r.jobs_pct, r.gpu_time_pct] for r in report.table6]
-    )
-    out += ["", "## Repeats", ""]
-    out += _table(
-        ["reason", "trials", "per job", "per user", "top users (trials)", "their share"],
-        [
-            [
-                r.reason_id,
-                r.trials,
-                r.trials_per_job,
-                r.trials_per_user,
-                ", ".join(f"{u} ({n})" for u, n in r.top_users),
-                f"{100 * r.top_users_share:.1f}%",
-            ]
-            for r in report.repetition
-        ],
-    )
+    out += ["## Failures by reason (Table 7)", "", *_table(TABLE7_HEADERS, table7_cells(report))]
+    out += ["", "## Jobs by final status (Table 6)", "", *_table(TABLE6_HEADERS, table6_cells(report))]
+    out += ["", "## Repeats", "", *_table(REPEAT_HEADERS, repeat_cells(report))]
     return "\n".join(out) + "\n"
 
 
