@@ -10,7 +10,7 @@ from typing import Any
 from failclass.artifact import LoadedModel
 from failclass.engine import Engine, ScanResult
 from failclass.logfacts import Progress, progress_of
-from failclass.logtext import EVIDENCE_CHARS, BlockReader, Tail, blocks_of_text, open_log
+from failclass.logtext import EVIDENCE_CHARS, BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.region import region_indices, segment
 from failclass.rootcause import Candidate, Ranking, rank
 from failclass.rules import RuleSet, load_rules
@@ -122,6 +122,14 @@ class Classifier:
 
     def examine_bytes(self, data: bytes | str) -> Examination:
         return self._examine(blocks_of_text(data))
+
+    def examine_stream(self, stream: Readable) -> Examination:
+        """A log given as an open stream (an archive member), gzip or not."""
+        return self._examine(BlockReader(open_stream(stream)))
+
+    def strength(self, result: Classification) -> tuple[int, float]:
+        """How strongly a classification speaks: explicit signature, model, implicit, none."""
+        return self._strength(result)
 
     def examine_paths(self, paths: Iterable[Path]) -> tuple[Path, Examination]:
         """The logs of one attempt (stdout, stderr, one per rank) examined together: the

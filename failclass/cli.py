@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -356,6 +357,46 @@ def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | 
         click.echo(to_html(built, records, builtin_taxonomy()), nl=False)
         return
     click.echo({"markdown": to_markdown, "csv": to_csv, "json": to_json}[fmt](built), nl=False)
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Results folder (resumed if it exists)."
+)
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Attempt facts and their logs.")
+@click.option("--id-pattern", help="Regex with groups job (and attempt) over a log's path, when there is no manifest.")
+@click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores")
+@click.pass_context
+def batch(
+    ctx: click.Context, sources: tuple[Path, ...], out: Path, manifest: Path | None, id_pattern: str | None, processes: int
+) -> None:
+    """Classify every attempt in directories and archives (tar, zip, gz, zst) of logs."""
+    from failclass.analytics.records import manifest_rows
+    from failclass.batch import DEFAULT_ID_PATTERN, manifest_maps, run_batch, write_parquet
+
+    facts = owners = None
+    if manifest is not None:
+        try:
+            facts, owners = manifest_maps(dict(row) for _, row in manifest_rows(manifest))
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_INPUT)
+    summary = run_batch(
+        list(sources), out, processes, id_pattern or DEFAULT_ID_PATTERN, facts, owners, use_model=not ctx.obj["no_model"]
+    )
+    parquet = write_parquet(out) if (out / "results.jsonl").exists() else None
+    click.echo(
+        f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs, "
+        f"{summary.bytes / 1e6:,.1f} MB in {summary.seconds} s -> {out / 'results.jsonl'}" + (f", {parquet}" if parquet else "")
+    )
+    names = {r.id: r.name for r in builtin_taxonomy().reasons.values()}
+    for reason, count in sorted(summary.reasons.items(), key=lambda item: -item[1]):
+        click.echo(f"  {names.get(reason, reason):<24}{count:>8,}")
+    for problem in summary.problems:
+        click.echo(f"problem: {problem}", err=True)
+    if summary.problems:
+        ctx.exit(EXIT_INPUT)
 
 
 @main.command()

@@ -16,7 +16,7 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from failclass.errors import InputError
 
@@ -49,6 +49,20 @@ def open_log(path: Path) -> BinaryIO:
     if magic == GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
+
+
+class Readable(Protocol):
+    """Anything a log can be read from in blocks."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def open_stream(stream: Readable) -> BinaryIO:
+    """A stream of log bytes, gunzipped when it starts with gzip's magic bytes."""
+    buffered: Any = stream if hasattr(stream, "peek") else io.BufferedReader(stream)  # type: ignore[type-var]
+    if buffered.peek(2)[:2] == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
+    return buffered  # type: ignore[no-any-return]
 
 
 class BlockReader:

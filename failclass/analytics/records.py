@@ -90,7 +90,8 @@ def record_of(row: Mapping[str, Any], where: str) -> AttemptRecord:
         raise InputError(f"{where}: bad value ({exc})") from None
 
 
-def _rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def manifest_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(where, row) for each row of a CSV, JSON Lines or Parquet manifest."""
     if path.suffix == ".jsonl":
         with path.open() as handle:
             for number, line in enumerate(handle, start=1):
@@ -123,7 +124,7 @@ def read_records(paths: Iterable[Path]) -> list[AttemptRecord]:
     records: list[AttemptRecord] = []
     for path in paths:
         try:
-            records.extend(record_of(row, where) for where, row in _rows(path))
+            records.extend(record_of(row, where) for where, row in manifest_rows(path))
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc}") from None
     return records

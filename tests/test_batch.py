@@ -1,0 +1,180 @@
+"""`failclass batch` over every kind of source, damaged and malicious ones, and a run
+killed for real and resumed."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import zstandard
+from conftest import ROOT, run_cli
+
+from failclass import archives
+from failclass.batch import run_batch
+
+LOGS = {
+    "jobs/job-a/attempt-1/stdout.log": "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log",
+    "jobs/job-a/attempt-1/stderr.log": "corpora/passed/runs/train_progress_plain_0.log",
+    "jobs/job-a/attempt-2/rank0.log": "corpora/produced/syntax_error/syntax_error__indentation__0.log",
+    "jobs/job-b/out.log": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
+}
+EXPECTED = {("job-a", 1): "gpu_oom", ("job-a", 2): "syntax_error", ("job-b", 1): "mpi_runtime_failure"}
+
+
+def tree(base: Path) -> Path:
+    for name, source in LOGS.items():
+        (base / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / source, base / name)
+    return base / "jobs"
+
+
+def results(out: Path) -> dict[tuple[str, int], str]:
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    found = {(r["job_id"], r["attempt"]): r["reason"] for r in rows}
+    assert len(found) == len(rows), "an attempt was written twice"
+    return found
+
+
+def batch(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("batch", "--processes", "2", *args)
+
+
+def tar_of(folder: Path, target: Path, mode: str) -> Path:
+    with tarfile.open(target, mode) as archive:
+        archive.add(folder, arcname="jobs")
+    return target
+
+
+@pytest.mark.parametrize("suffix", [".tar", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".zip", "dir"])
+def test_every_source_kind_gives_the_same_attempts(tmp_path: Path, suffix: str) -> None:
+    folder = tree(tmp_path / "src")
+    if suffix == "dir":
+        source = folder
+    elif suffix == ".zip":
+        source = tmp_path / "jobs.zip"
+        with zipfile.ZipFile(source, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name in LOGS:
+                archive.write(tmp_path / "src" / name, name)
+    elif suffix == ".tar.zst":
+        plain = tar_of(folder, tmp_path / "jobs.tar", "w")
+        source = tmp_path / "jobs.tar.zst"
+        source.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    else:
+        mode = {".tar": "w", ".tar.gz": "w:gz", ".tar.bz2": "w:bz2", ".tar.xz": "w:xz"}[suffix]
+        source = tar_of(folder, tmp_path / f"jobs{suffix}", mode)
+    done = batch(str(source), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert results(tmp_path / "out") == EXPECTED
+    assert (tmp_path / "out" / "results.parquet").exists()
+    assert "3 attempts classified" in done.stdout
+
+
+def test_single_compressed_logs(tmp_path: Path) -> None:
+    data = (ROOT / LOGS["jobs/job-b/out.log"]).read_bytes()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "b.log.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "in" / "c.log.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    for name in ("b.log.gz", "c.log.zst"):
+        done = batch(str(tmp_path / "in" / name), "--out", str(tmp_path / f"out-{name}"))
+        assert done.returncode == 0, done.stderr
+        assert list(results(tmp_path / f"out-{name}").values()) == ["mpi_runtime_failure"]
+
+
+def test_a_truncated_archive_keeps_what_came_before(tmp_path: Path) -> None:
+    whole = tar_of(tree(tmp_path / "src"), tmp_path / "jobs.tar.gz", "w:gz").read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    done = batch(str(cut), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "damaged" in done.stderr or "cannot be read" in done.stderr
+
+
+def test_malicious_tar_members_are_refused_and_the_rest_goes_on(tmp_path: Path) -> None:
+    log = (ROOT / LOGS["jobs/job-b/out.log"]).read_bytes()
+    source = tmp_path / "evil.tar"
+    with tarfile.open(source, "w") as archive:
+        for name in (
+            "../../escape/job-x/out.log",
+            "/etc/job-y/out.log",
+            "jobs/job-ok/out.log",
+            b"jobs/job-\xff/out.log".decode("utf-8", "surrogateescape"),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(log)
+            archive.addfile(info, io.BytesIO(log))
+        link = tarfile.TarInfo("jobs/job-link/out.log")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        archive.addfile(link)
+        hard = tarfile.TarInfo("jobs/job-hard/out.log")
+        hard.type, hard.linkname = tarfile.LNKTYPE, "jobs/job-ok/out.log"
+        archive.addfile(hard)
+    done = batch(str(source), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert results(tmp_path / "out") == {("job-ok", 1): "mpi_runtime_failure", ("job-\\xff", 1): "mpi_runtime_failure"}
+    assert done.stderr.count("unsafe name") == 2
+    assert "symlink" in done.stderr and "hard link" in done.stderr
+    assert not (tmp_path / "escape").exists() and not list(tmp_path.glob("**/passwd"))
+
+
+def test_bombs_stop_at_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archives, "MAX_RATIO", 50)
+    monkeypatch.setattr(archives, "MAX_MEMBER_BYTES", 1 << 20)
+    zeros = b"\0" * (4 << 20)
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("jobs/job-z/out.log", zeros)
+        archive.writestr("jobs/job-ok/out.log", (ROOT / LOGS["jobs/job-b/out.log"]).read_bytes())
+    gz = tmp_path / "big.log.gz"
+    gz.write_bytes(gzip.compress(zeros))
+    for source, name in ((bomb, "bomb"), (gz, "gz")):
+        summary = run_batch([source], tmp_path / f"out-{name}", processes=1, use_model=False, progress_stream=io.StringIO())
+        assert any("larger than the limit" in p for p in summary.problems), summary.problems
+    assert results(tmp_path / "out-bomb")[("job-ok", 1)] == "mpi_runtime_failure"
+
+
+def test_an_enormous_single_line(tmp_path: Path) -> None:
+    folder = tmp_path / "jobs" / "job-long"
+    folder.mkdir(parents=True)
+    (folder / "out.log").write_bytes(
+        b"3/8 [00:08<00:14]" * 600_000 + b"\r" + (ROOT / LOGS["jobs/job-a/attempt-1/stdout.log"]).read_bytes()
+    )
+    done = batch(str(tmp_path / "jobs"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert results(tmp_path / "out") == {("job-long", 1): "gpu_oom"}
+
+
+def test_killed_for_real_then_resumed_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "many"
+    logs = [ROOT / p for p in LOGS.values()]
+    for n in range(240):
+        folder = source / f"job-{n:03d}"
+        folder.mkdir(parents=True)
+        shutil.copy(logs[n % len(logs)], folder / "out.log")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "failclass.cli", "--no-model", "batch", str(source), "--out", str(out), "--processes", "1"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while (
+        not (out / "results.jsonl").exists() or len((out / "results.jsonl").read_bytes().splitlines()) < 30
+    ) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the whole group: the runner and its workers
+    process.wait()
+    first = len((out / "results.jsonl").read_bytes().splitlines())
+    assert 30 <= first < 240, first
+    done = run_cli("--no-model", "batch", str(source), "--out", str(out), "--processes", "2")
+    assert done.returncode == 0, done.stderr
+    assert "already done" in done.stdout
+    found = results(out)
+    assert len(found) == 240 and all(key[0].startswith("job-") for key in found)
