@@ -22,11 +22,12 @@ import os
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+import fsspec
 import zstandard
 
 from failclass.logtext import Readable
@@ -89,70 +90,88 @@ class Limited(io.RawIOBase):
         return len(data)
 
 
-def kind(path: Path) -> str:
-    name = path.name.lower()
-    if path.is_dir():
-        return "directory"
-    if name.endswith(TAR_SUFFIXES):
+def kind(name: str) -> str:
+    lowered = name.lower()
+    if lowered.endswith(TAR_SUFFIXES):
         return "tar"
-    if name.endswith(".zip"):
+    if lowered.endswith(".zip"):
         return "zip"
-    if name.endswith(".gz"):
+    if lowered.endswith(".gz"):
         return "gzip"
-    if name.endswith(".zst"):
+    if lowered.endswith(".zst"):
         return "zstd"
     return "file"
 
 
-def _tar_stream(path: Path) -> BinaryIO:
-    if path.name.lower().endswith((".tar.zst", ".tzst")):
-        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"))  # type: ignore[return-value]
-    return path.open("rb")
+Opener = Callable[[], BinaryIO]
 
 
-def members(path: Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
-    """Every log of a source with a stream to read it; problems go to ``errors``."""
-    source = str(path)
-    what = kind(path)
-    if what == "directory":
-        for root, dirs, files in os.walk(path, followlinks=False):
-            dirs.sort()
-            for name in sorted(files):
-                full = Path(root) / name
-                relative = str(full.relative_to(path)).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                if full.is_symlink() or not full.is_file():
-                    errors.append(f"{source}::{relative}: skipped: not a regular file")
-                    continue
-                with full.open("rb") as stream:
-                    yield Member(source, relative, full.stat().st_size), Limited(stream, MAX_MEMBER_BYTES, relative)
-    elif what == "tar":
-        yield from _tar_members(path, errors)
+def members(source: str | Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
+    """Every log of a source (a local path or an fsspec URL such as s3://bucket/logs.tar)
+    with a stream to read it; problems go to ``errors``."""
+    text = str(source)
+    if "://" not in text and Path(text).is_dir():
+        yield from _local_directory(Path(text), errors)
+        return
+    fs, root = fsspec.core.url_to_fs(text)
+    if fs.isdir(root):
+        for found in sorted(fs.find(root)):
+            relative = found[len(root.rstrip("/")) + 1 :]
+            with fs.open(found, "rb") as handle:
+                yield Member(text, relative, fs.size(found)), Limited(handle, MAX_MEMBER_BYTES, relative)
+        return
+    what = kind(root)
+
+    def opener() -> BinaryIO:
+        return fs.open(root, "rb")  # type: ignore[no-any-return]
+
+    if what == "tar":
+        yield from _tar_members(text, opener, root.lower().endswith((".tar.zst", ".tzst")), errors)
     elif what == "zip":
-        yield from _zip_members(path, errors)
-    elif what in ("gzip", "zstd"):
-        opener = gzip.open if what == "gzip" else zstandard.open
-        with opener(path, "rb") as stream:  # type: ignore[operator]
-            name = path.name.rsplit(".", 1)[0]
-            yield Member(source, name, None), Limited(stream, MAX_MEMBER_BYTES, name)
+        yield from _zip_members(text, opener, errors)
     else:
-        with path.open("rb") as stream:
-            yield Member(source, path.name, path.stat().st_size), Limited(stream, MAX_MEMBER_BYTES, path.name)
+        name = Path(root).name
+        with opener() as raw:
+            if what == "gzip":
+                stream: Any = gzip.GzipFile(fileobj=raw, mode="rb")
+            elif what == "zstd":
+                stream = zstandard.ZstdDecompressor().stream_reader(raw)
+            else:
+                stream = raw
+            plain = name.rsplit(".", 1)[0] if what != "file" else name
+            yield Member(text, plain, None if what != "file" else fs.size(root)), Limited(stream, MAX_MEMBER_BYTES, plain)
 
 
-def _tar_members(path: Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
+def _local_directory(path: Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
+    """A local tree, walked without following links; links are reported and skipped."""
     source = str(path)
+    for root, dirs, files in os.walk(path, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            full = Path(root) / name
+            relative = str(full.relative_to(path)).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            if full.is_symlink() or not full.is_file():
+                errors.append(f"{source}::{relative}: skipped: not a regular file")
+                continue
+            with full.open("rb") as stream:
+                yield Member(source, relative, full.stat().st_size), Limited(stream, MAX_MEMBER_BYTES, relative)
+
+
+def _tar_members(source: str, opener: Opener, zstd: bool, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
     try:
-        with tarfile.open(fileobj=_tar_stream(path), mode="r|*") as archive:
-            for info in archive:
-                name = safe_name(info.name)
-                if name is None:
-                    errors.append(f"{source}::{info.name!r}: refused: unsafe name (absolute or '..')")
-                elif info.isdir():
-                    continue
-                elif not info.isfile():
-                    errors.append(f"{source}::{name}: skipped: not a regular file ({_tar_kind(info)})")
-                elif (stream := archive.extractfile(info)) is not None:
-                    yield Member(source, name, info.size), Limited(stream, min(info.size, MAX_MEMBER_BYTES) + 1, name)
+        with opener() as raw:
+            stream = zstandard.ZstdDecompressor().stream_reader(raw) if zstd else raw
+            with tarfile.open(fileobj=stream, mode="r|*") as archive:
+                for info in archive:
+                    name = safe_name(info.name)
+                    if name is None:
+                        errors.append(f"{source}::{info.name!r}: refused: unsafe name (absolute or '..')")
+                    elif info.isdir():
+                        continue
+                    elif not info.isfile():
+                        errors.append(f"{source}::{name}: skipped: not a regular file ({_tar_kind(info)})")
+                    elif (member := archive.extractfile(info)) is not None:
+                        yield Member(source, name, info.size), Limited(member, min(info.size, MAX_MEMBER_BYTES) + 1, name)
     except READ_ERRORS as exc:
         errors.append(f"{source}: damaged or unreadable tar archive, stopped there: {exc}")
 
@@ -163,14 +182,15 @@ def _tar_kind(info: tarfile.TarInfo) -> str:
     return "hard link" if info.islnk() else "special file"
 
 
-def _zip_members(path: Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
-    source = str(path)
+def _zip_members(source: str, opener: Opener, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
+    raw = opener()
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(raw)
     except (zipfile.BadZipFile, OSError) as exc:
         errors.append(f"{source}: not a readable zip archive: {exc}")
+        raw.close()
         return
-    with archive:
+    with raw, archive:
         for info in archive.infolist():
             name = safe_name(info.filename)
             if name is None:

@@ -22,11 +22,12 @@ import re
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from failclass.archives import DamagedMember, Member, members
 
@@ -88,7 +89,11 @@ def _init_worker(model_ok: bool) -> None:
     _worker_classifier = Classifier(ruleset, model=model)
 
 
-def _classify_bytes(data: bytes) -> dict[str, Any]:
+def classify_member(data: bytes, use_model: bool) -> dict[str, Any]:
+    """Run in a worker process (local pool or Dask worker); the classifier is built once
+    per process, on first use."""
+    if _worker_classifier is None:
+        _init_worker(use_model)
     return _summarise(_worker_classifier, _worker_classifier.examine_bytes(data))
 
 
@@ -161,8 +166,29 @@ class Progress:
         self.stream.flush()
 
 
+class Engine(Protocol):
+    """Where members are classified: submit(fn, *args) returns something with .result()."""
+
+    def submit(self, fn: Any, /, *args: Any) -> Any: ...
+
+
+@contextmanager
+def local_engine(processes: int) -> Iterator[Engine]:
+    with ProcessPoolExecutor(max(processes, 1)) as pool:
+        yield pool
+
+
+@contextmanager
+def dask_engine(scheduler: str) -> Iterator[Engine]:
+    """A Dask distributed cluster: its workers classify, this process reads and writes."""
+    from distributed import Client
+
+    with Client(scheduler) as client:
+        yield client
+
+
 def run_batch(
-    sources: Sequence[Path],
+    sources: Sequence[str | Path],
     out: Path,
     processes: int,
     id_pattern: str = DEFAULT_ID_PATTERN,
@@ -170,8 +196,10 @@ def run_batch(
     member_attempts: dict[str, tuple[str, int]] | None = None,
     use_model: bool = True,
     progress_stream: Any = sys.stderr,
+    engine: Callable[[], AbstractContextManager[Engine]] | None = None,
 ) -> Summary:
-    """Classify every attempt of ``sources`` into ``out``; resumes what is there."""
+    """Classify every attempt of ``sources`` into ``out`` (on ``engine``: by default a
+    local pool of ``processes``); resumes what is there."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     pattern = re.compile(id_pattern)
@@ -194,7 +222,7 @@ def run_batch(
     progress = Progress(len(pending), progress_stream)
     local = None
     problems: list[str] = []
-    in_flight: list[tuple[Future[dict[str, Any]], tuple[str, int], str]] = []
+    in_flight: list[tuple[Any, tuple[str, int], str]] = []
 
     def drain(limit: int) -> None:
         while len(in_flight) > limit:
@@ -207,7 +235,7 @@ def run_batch(
             collector.add(key, name, answer)
             progress.update(collector.written)
 
-    with ProcessPoolExecutor(max(processes, 1), initializer=_init_worker, initargs=(use_model,)) as pool:
+    with (engine or (lambda: local_engine(processes)))() as pool:
         for source in sources:
             for member, stream in members(source, problems):
                 key = key_of(member)
@@ -227,7 +255,7 @@ def run_batch(
                     collector.add(key, member.name, None)
                     continue
                 summary.bytes += len(data)
-                in_flight.append((pool.submit(_classify_bytes, data), key, member.name))
+                in_flight.append((pool.submit(classify_member, data, use_model), key, member.name))
                 drain(4 * max(processes, 1))
         drain(0)
     progress.update(collector.written, force=True)

@@ -360,20 +360,37 @@ def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | 
 
 
 @main.command()
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("sources", nargs=-1, required=True)
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Results folder (resumed if it exists)."
 )
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--scheduler", help="Dask scheduler address (tcp://host:8786) for --engine dask.")
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Attempt facts and their logs.")
 @click.option("--id-pattern", help="Regex with groups job (and attempt) over a log's path, when there is no manifest.")
 @click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores")
 @click.pass_context
 def batch(
-    ctx: click.Context, sources: tuple[Path, ...], out: Path, manifest: Path | None, id_pattern: str | None, processes: int
+    ctx: click.Context,
+    sources: tuple[str, ...],
+    out: Path,
+    engine: str,
+    scheduler: str | None,
+    manifest: Path | None,
+    id_pattern: str | None,
+    processes: int,
 ) -> None:
-    """Classify every attempt in directories and archives (tar, zip, gz, zst) of logs."""
+    """Classify every attempt in directories and archives (tar, zip, gz, zst) of logs;
+    SOURCES are local paths or fsspec URLs."""
+
     from failclass.analytics.records import manifest_rows
     from failclass.batch import DEFAULT_ID_PATTERN, manifest_maps, run_batch, write_parquet
+
+    missing = [s for s in sources if "://" not in s and not Path(s).exists()]
+    if missing:
+        raise click.UsageError(f"no such source: {', '.join(missing)}")
+    if engine == "dask" and not scheduler:
+        raise click.UsageError("--engine dask needs --scheduler ADDRESS")
 
     facts = owners = None
     if manifest is not None:

@@ -178,3 +178,39 @@ def test_killed_for_real_then_resumed_loses_and_repeats_nothing(tmp_path: Path) 
     assert "already done" in done.stdout
     found = results(out)
     assert len(found) == 240 and all(key[0].startswith("job-") for key in found)
+
+
+def test_dask_local_cluster_gives_the_local_rows(tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    source = tar_of(tree(tmp_path / "src"), tmp_path / "jobs.tar.gz", "w:gz")
+    (tmp_path / "more").mkdir()
+    for n in range(12):
+        shutil.copy(ROOT / list(LOGS.values())[n % 4], tmp_path / "more" / f"job-{n}.log")
+    local = run_cli("batch", str(source), str(tmp_path / "more"), "--out", str(tmp_path / "local"), "--processes", "2")
+    assert local.returncode == 0, local.stderr
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = run_cli(
+            "batch",
+            str(source),
+            str(tmp_path / "more"),
+            "--out",
+            str(tmp_path / "dask"),
+            "--engine",
+            "dask",
+            "--scheduler",
+            cluster.scheduler_address,
+        )
+    assert remote.returncode == 0, remote.stderr
+
+    def rows(out: Path) -> list[str]:
+        return sorted((out / "results.jsonl").read_text().splitlines())
+
+    assert rows(tmp_path / "dask") == rows(tmp_path / "local") and len(rows(tmp_path / "local")) == 15
+
+
+def test_fsspec_urls_as_sources(tmp_path: Path) -> None:
+    source = tar_of(tree(tmp_path / "src"), tmp_path / "jobs.tar.gz", "w:gz")
+    done = batch(f"file://{source}", "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert results(tmp_path / "out") == EXPECTED
