@@ -407,6 +407,8 @@ def batch(
         f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs, "
         f"{summary.bytes / 1e6:,.1f} MB in {summary.seconds} s -> {out / 'results.jsonl'}" + (f", {parquet}" if parquet else "")
     )
+    if manifest is not None and parquet is not None:
+        click.echo(f"report: {_batch_report(out)}")
     names = {r.id: r.name for r in builtin_taxonomy().reasons.values()}
     for reason, count in sorted(summary.reasons.items(), key=lambda item: -item[1]):
         click.echo(f"  {names.get(reason, reason):<24}{count:>8,}")
@@ -414,6 +416,20 @@ def batch(
         click.echo(f"problem: {problem}", err=True)
     if summary.problems:
         ctx.exit(EXIT_INPUT)
+
+
+def _batch_report(out: Path) -> Path:
+    """report.md and report.html beside the results, from the manifest's facts."""
+    from failclass.analytics.html import to_html
+    from failclass.analytics.records import record_of
+    from failclass.analytics.report import build_report, to_markdown
+
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = [record_of(row, f"{out}/results.jsonl") for row in rows if row.get("user") and row.get("status")]
+    built = build_report(records, builtin_taxonomy())
+    (out / "report.md").write_text(to_markdown(built))
+    (out / "report.html").write_text(to_html(built, records, builtin_taxonomy()))
+    return out / "report.html"
 
 
 @main.command()

@@ -214,3 +214,29 @@ def test_fsspec_urls_as_sources(tmp_path: Path) -> None:
     done = batch(f"file://{source}", "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert results(tmp_path / "out") == EXPECTED
+
+
+def test_manifest_joins_facts_and_gives_the_report(tmp_path: Path) -> None:
+    tree(tmp_path / "src")
+    manifest = tmp_path / "attempts.jsonl"
+    rows = [
+        {
+            "job_id": "train-7",
+            "attempt": 1,
+            "user": "ann",
+            "status": "failed",
+            "gpus": 8,
+            "start_time": "2026-11-02T09:00:00+00:00",
+            "end_time": "2026-11-02T11:00:00+00:00",
+            "logs": ["job-a/attempt-1/stdout.log", "job-a/attempt-1/stderr.log"],
+        },
+        {"job_id": "train-9", "attempt": 1, "user": "bob", "status": "failed", "gpus": 1, "logs": ["job-b/out.log"]},
+    ]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = batch(str(tmp_path / "src" / "jobs"), "--out", str(tmp_path / "out"), "--manifest", str(manifest))
+    assert done.returncode == 0, done.stderr
+    found = {r["job_id"]: r for r in (json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert found["train-7"]["reason"] == "gpu_oom" and found["train-7"]["user"] == "ann" and found["train-7"]["gpus"] == 8
+    assert found["train-9"]["reason"] == "mpi_runtime_failure"
+    assert "| GPU out of memory | U | 1 | 1 | 1 | 120.00 |" in (tmp_path / "out" / "report.md").read_text()
+    assert (tmp_path / "out" / "report.html").read_text().count("<svg") == 3
