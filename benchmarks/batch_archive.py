@@ -87,7 +87,7 @@ def main() -> None:
         row = measured([*cli, "--out", str(work / "dask"), "--engine", "dask", "--scheduler", cluster.scheduler_address])
     results[title] = row
     print(
-        f"{title:28}{row['seconds']:>9}{size / 1e6 / row['seconds']:>8.1f}{attempts / row['seconds']:>12.0f}{'(runner only)':>13}"
+        f"{title:28}{row['seconds']:>9}{size / 1e6 / row['seconds']:>8.1f}{attempts / row['seconds']:>12.0f}{row['peak_rss_mb']:>16}  (runner; workers apart)"
     )
     same = sorted((work / "dask" / "results.jsonl").read_text().splitlines()) == sorted(
         (work / "local_2_processes" / "results.jsonl").read_text().splitlines()
