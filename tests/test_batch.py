@@ -240,3 +240,18 @@ def test_manifest_joins_facts_and_gives_the_report(tmp_path: Path) -> None:
     assert found["train-9"]["reason"] == "mpi_runtime_failure"
     assert "| GPU out of memory | U | 1 | 1 | 1 | 120.00 |" in (tmp_path / "out" / "report.md").read_text()
     assert (tmp_path / "out" / "report.html").read_text().count("<svg") == 3
+
+
+def test_malicious_zip_names_and_the_sample_archive(tmp_path: Path) -> None:
+    log = (ROOT / LOGS["jobs/job-b/out.log"]).read_bytes()
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../../outside/job-x/out.log", log)
+        archive.writestr("/abs/job-y/out.log", log)
+        archive.writestr("jobs/job-ok/out.log", log)
+    done = batch(str(evil), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1 and done.stderr.count("unsafe name") == 2
+    assert results(tmp_path / "out") == {("job-ok", 1): "mpi_runtime_failure"}
+    sample = batch(str(ROOT / "samples" / "attempts.tar.gz"), "--out", str(tmp_path / "samples"))
+    assert sample.returncode == 0 and sample.stdout.startswith("14 attempts classified")
+    assert len(results(tmp_path / "samples")) == 14
