@@ -49,6 +49,7 @@ bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(BIN)/python benchmarks/service_load.py --postgres
 	$(BIN)/python benchmarks/analytics_scale.py
+	$(BIN)/python benchmarks/batch_archive.py
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet ruff mypy types-PyYAML
