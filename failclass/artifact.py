@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -24,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from failclass import __version__
 from failclass.errors import ConfigError
+from failclass.paths import MODELS
 
 if TYPE_CHECKING:
     from failclass.fallback import FailureTextModel
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILTIN_MODEL = ROOT / "models" / "fallback.joblib"
+BUILTIN_MODEL = MODELS / "fallback.joblib"
 MODEL_ENV = "FAILCLASS_MODEL"
 FORMAT = 1
 
@@ -145,6 +146,23 @@ def load(path: Path, known_reasons: set[str]) -> LoadedModel:
         raise ModelError(f"{meta_file}: not valid JSON: {exc}") from None
     check_metadata(metadata, data, known_reasons, path)
     return LoadedModel(path, float(metadata["threshold"]), metadata, data)
+
+
+def load_configured(
+    explicit: Path | None, known_reasons: set[str], warn: Callable[[str], None], required: bool = False
+) -> LoadedModel | None:
+    """The model to classify with: ``explicit`` (else FAILCLASS_MODEL, else the built-in
+    one). A model asked for by name, or ``required``, must load (ModelError); the built-in
+    one, if it cannot, is reported through ``warn`` and classification goes on with rules
+    only (None)."""
+    path, named = (explicit, True) if explicit else configured_path()
+    try:
+        return load(path, known_reasons)
+    except ModelError as exc:
+        if named or required:
+            raise
+        warn(f"{exc}; classifying with rules only")
+        return None
 
 
 def configured_path() -> tuple[Path, bool]:

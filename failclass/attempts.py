@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import Any
 
 STATUSES = ("passed", "failed", "killed", "unsuccessful")
 
@@ -37,6 +39,19 @@ class Attempt:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if self.gpus < 0:
             raise ValueError("gpus cannot be negative")
+
+    def facts(self) -> dict[str, Any]:
+        """Every field, the tuples as lists: what a database row holds."""
+        return {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple) else value for f in fields(self)}
+
+    def to_json(self) -> dict[str, Any]:
+        """The facts as a JSON body (times in ISO 8601)."""
+        return {name: value.isoformat() if isinstance(value, datetime) else value for name, value in self.facts().items()}
+
+    @classmethod
+    def from_facts(cls, facts: Mapping[str, Any]) -> Attempt:
+        converted: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value for name, value in facts.items()}
+        return cls(**converted)
 
     @property
     def runtime_minutes(self) -> float | None:

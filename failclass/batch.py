@@ -143,7 +143,7 @@ class AttemptCollector:
         self.handle.close()
 
 
-class Progress:
+class ProgressLine:
     """A live line on a terminal; a plain line every EVERY seconds otherwise."""
 
     EVERY = 10.0
@@ -219,7 +219,7 @@ def run_batch(
     pending = {key: count for key, count in expected.items() if key not in done}
     summary.skipped_done = len(expected) - len(pending)
     collector = AttemptCollector(pending, manifest_facts or {}, out)
-    progress = Progress(len(pending), progress_stream)
+    progress = ProgressLine(len(pending), progress_stream)
     local = None
     problems: list[str] = []
     in_flight: list[tuple[Any, tuple[str, int], str]] = []

@@ -127,10 +127,6 @@ class Classifier:
         """A log given as an open stream (an archive member), gzip or not."""
         return self._examine(BlockReader(open_stream(stream)))
 
-    def strength(self, result: Classification) -> tuple[int, float]:
-        """How strongly a classification speaks: explicit signature, model, implicit, none."""
-        return self._strength(result)
-
     def examine_paths(self, paths: Iterable[Path]) -> tuple[Path, Examination]:
         """The logs of one attempt (stdout, stderr, one per rank) examined together: the
         log with the strongest answer speaks for the attempt (an explicit signature over
@@ -139,11 +135,12 @@ class Classifier:
         examined = [(path, self.examine_path(path)) for path in paths]
         if not examined:
             raise ValueError("no log to examine")
-        best_path, best = max(examined, key=lambda pair: self._strength(pair[1].classification))
+        best_path, best = max(examined, key=lambda pair: self.strength(pair[1].classification))
         progress = max((e.progress for _, e in examined if e.progress is not None), default=None)
         return best_path, Examination(best.classification, progress)
 
-    def _strength(self, result: Classification) -> tuple[int, float]:
+    def strength(self, result: Classification) -> tuple[int, float]:
+        """How strongly a classification speaks: explicit signature, model, implicit, none."""
         if result.source == "signature" and result.rule_id is not None:
             rank = 3 if self.rules[result.rule_id].kind == "explicit" else 1
         else:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from failclass import __version__
-from failclass.artifact import LoadedModel, ModelError, configured_path, load
+from failclass.artifact import LoadedModel, ModelError, configured_path, load_configured
 from failclass.classify import Classification, Classifier
 from failclass.corpus import MANIFEST, read_manifest, scan_labels
 from failclass.errors import ConfigError, InputError
@@ -46,16 +46,14 @@ def _model(ctx: click.Context, ruleset: RuleSet, required: bool = False) -> Load
     cannot, is reported and classification goes on with rules only."""
     if ctx.obj["no_model"] and not required:
         return None
-    path, explicit = (ctx.obj["model"], True) if ctx.obj["model"] else configured_path()
     try:
-        loaded = load(path, set(ruleset.taxonomy.reasons))
+        loaded = load_configured(
+            ctx.obj["model"], set(ruleset.taxonomy.reasons), lambda text: click.echo(f"warning: {text}", err=True), required
+        )
     except ModelError as exc:
-        if explicit or required:
-            raise ConfigProblem(str(exc)) from None
-        click.echo(f"warning: {exc}; classifying with rules only", err=True)
-        return None
+        raise ConfigProblem(str(exc)) from None
     threshold = ctx.obj["threshold"]
-    return loaded if threshold is None else loaded.with_threshold(threshold)
+    return loaded if loaded is None or threshold is None else loaded.with_threshold(threshold)
 
 
 def _classifier(ctx: click.Context, with_model: bool = False) -> Classifier:
@@ -490,18 +488,13 @@ def db() -> None:
 
 
 @db.command("upgrade")
-@click.option("--database-url", help="SQLAlchemy URL (default: the service's SQLite file, or FAILCLASS_DATABASE_URL).")
+@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="SQLAlchemy URL (default: the service's SQLite file).")
 def db_upgrade(database_url: str | None) -> None:
     """Apply the schema migrations (the service also does at start)."""
     from failclass.store.migrate import current, upgrade
-    from failclass.store.repository import make_engine
-    from service.settings import Settings
+    from failclass.store.repository import default_database_url, make_engine
 
-    settings = Settings(database_url=database_url) if database_url else Settings()
-    sqlite_file = settings.sqlite_path()
-    if sqlite_file is not None:
-        sqlite_file.parent.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(database_url or default_database_url())
     upgrade(engine)
     click.echo(f"{engine.url.render_as_string(hide_password=True)}: schema at revision {current(engine)}")
 

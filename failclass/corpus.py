@@ -24,10 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from failclass.errors import ConfigError
+from failclass.paths import CORPORA, ROOT
 from failclass.taxonomy import NO_SIGNATURE
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ROOT / "corpora"
 MANIFEST = CORPORA / "manifest.jsonl"
 TEST_MODULUS = 5
 SPLITS = ("train", "test", "holdout")
@@ -50,8 +49,13 @@ class Entry:
         return json.dumps(asdict(self), sort_keys=True)
 
 
+def source_key(source: str) -> str:
+    """What makes two logs one source: the URL without its fragment, or the scenario."""
+    return source.split("#", 1)[0].strip()
+
+
 def split_of(source: str) -> str:
-    key = source.split("#", 1)[0].strip()
+    key = source_key(source)
     digest = int(hashlib.sha1(key.encode()).hexdigest(), 16)
     return "test" if digest % TEST_MODULUS == 0 else "train"
 

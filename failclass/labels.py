@@ -18,15 +18,15 @@ from pathlib import Path
 
 from failclass.errors import ConfigError, InputError
 from failclass.logtext import BlockReader, open_log
+from failclass.paths import CORPORA
 
-ROOT = Path(__file__).resolve().parent.parent
 LABELS_ENV = "FAILCLASS_LABELS_DIR"
 MAX_LABEL_BYTES = 8 << 20
 
 
 def labels_dir() -> Path:
     configured = os.environ.get(LABELS_ENV)
-    return Path(configured) if configured else ROOT / "corpora" / "labels"
+    return Path(configured) if configured else CORPORA / "labels"
 
 
 def _last_bytes(path: Path) -> bytes:

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 
 from failclass.errors import ConfigError
+from failclass.paths import POLICY, ROOT
 from failclass.yamlload import SafeLoader
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_POLICY = ROOT / "policy" / "default.yaml"
+DEFAULT_POLICY = POLICY / "default.yaml"
 POLICY_ENV = "FAILCLASS_POLICY"
 ACTIONS = ("retry", "retry_elsewhere", "retry_with_more_resources", "no_retry")
 MODES = ("enforce", "audit")

@@ -9,9 +9,10 @@ from pathlib import Path
 import yaml
 
 from failclass.errors import ConfigError
+from failclass.paths import SIGNATURES
 from failclass.yamlload import SafeLoader
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "signatures"
+BUILTIN_DIR = SIGNATURES
 NO_SIGNATURE = "no_signature"
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.model_selection import GroupKFold
 
 from failclass.artifact import save
-from failclass.corpus import Entry, corpus_hash, resolve
+from failclass.corpus import Entry, corpus_hash, resolve, source_key
 from failclass.fallback import FailureTextModel
 from failclass.logtext import tail_text
 from failclass.taxonomy import NO_SIGNATURE
@@ -95,7 +95,7 @@ def train(corpus: list[Entry], labels: list[Entry], out: Path, params: dict[str,
     used = [e for e in corpus if e.split == "train"] + labels
     texts = texts_of(used)
     reasons = [e.reason for e in used]
-    groups = [e.source.split("#", 1)[0] for e in used]
+    groups = [source_key(e.source) for e in used]
     probabilities = cross_validated(texts, reasons, groups, params)
     classes = sorted(set(reasons))
     points = threshold_curve(probabilities, classes, reasons)

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 
 from failclass import __version__
-from failclass.artifact import ModelError, configured_path, load
+from failclass.artifact import load_configured
 from failclass.classify import Classifier
 from failclass.policy_config import load_policy
 from failclass.rules import load_rules
@@ -29,20 +29,10 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
     settings = settings or Settings()
     ruleset = load_rules()
     if classifier is None:
-        model = None
-        if not settings.no_model:
-            path = settings.model or configured_path()[0]
-            try:
-                model = load(path, set(ruleset.taxonomy.reasons))
-            except ModelError as exc:
-                if settings.model is not None:
-                    raise
-                log.warning("%s; classifying with rules only", exc)
+        known = set(ruleset.taxonomy.reasons)
+        model = None if settings.no_model else load_configured(settings.model, known, log.warning)
         classifier = Classifier(ruleset, model=model)
     if store is None:
-        sqlite_file = settings.sqlite_path()
-        if sqlite_file is not None:
-            sqlite_file.parent.mkdir(parents=True, exist_ok=True)
         store = Store.open(settings.database_url)
 
     app = FastAPI(

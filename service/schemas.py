@@ -34,23 +34,7 @@ class AttemptIn(BaseModel):
     idempotency_key: str | None = Field(default=None, max_length=200, description="or the Idempotency-Key header")
 
     def to_attempt(self) -> Attempt:
-        return Attempt(
-            job_id=self.job_id,
-            attempt=self.attempt,
-            user=self.user,
-            vc=self.vc,
-            status=self.status,
-            submit_time=self.submit_time,
-            start_time=self.start_time,
-            end_time=self.end_time,
-            gpus=self.gpus,
-            gpu_type=self.gpu_type,
-            nodes=tuple(self.nodes),
-            exit_code=self.exit_code,
-            signal=self.signal,
-            inputs=tuple(self.inputs),
-            logs=tuple(self.logs),
-        )
+        return Attempt.from_facts(self.model_dump(exclude={"log", "idempotency_key"}))
 
 
 class AttemptOut(BaseModel):

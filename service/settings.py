@@ -3,16 +3,12 @@ arguments of ``failclass serve``. Every limit the service enforces is here."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
-def default_database_url() -> str:
-    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return f"sqlite:///{data_home / 'failclass' / 'failclass.db'}"
+from failclass.store.repository import default_database_url
 
 
 class Settings(BaseSettings):
@@ -33,7 +29,3 @@ class Settings(BaseSettings):
         if not url.startswith(("sqlite", "postgresql")):
             raise ValueError("database_url must be a sqlite:// or postgresql:// URL")
         return url
-
-    def sqlite_path(self) -> Path | None:
-        prefix = "sqlite:///"
-        return Path(self.database_url[len(prefix) :]) if self.database_url.startswith(prefix) else None

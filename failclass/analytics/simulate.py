@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from failclass.corpus import Entry, read_manifest, resolve
+from failclass.paths import DATA
 
-ROOT = Path(__file__).resolve().parents[2]
-PHILLY = ROOT / "data" / "philly"
+PHILLY = DATA / "philly"
 START = datetime(2017, 10, 1, tzinfo=UTC)  # Philly's trace starts in autumn 2017
 DAYS = 75
 ZIPF = 1.2

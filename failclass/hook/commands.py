@@ -102,13 +102,9 @@ class BackendChoice:
         classifier: Classifier = _classifier(ctx, with_model=True)
         if self.service_url:
             return RemoteBackend(self.service_url, self.token, self.timeout, classifier, policy)
-        from service.settings import Settings
+        from failclass.store.repository import default_database_url
 
-        settings = Settings(database_url=self.database_url) if self.database_url else Settings()
-        sqlite_file = settings.sqlite_path()
-        if sqlite_file is not None:
-            sqlite_file.parent.mkdir(parents=True, exist_ok=True)
-        return LocalBackend(settings.database_url, classifier, policy)
+        return LocalBackend(self.database_url or default_database_url(), classifier, policy)
 
 
 def with_backend(function: Any) -> Any:

@@ -15,8 +15,9 @@ audit mode (not enforced) exits 0. Errors: 1 (unreadable logs), 2 (usage).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -24,6 +25,9 @@ from failclass.attempts import Attempt
 from failclass.classify import Classifier, Examination
 from failclass.policy import Failure, History, PriorAttempt, decide
 from failclass.policy_config import PolicyConfig
+
+if TYPE_CHECKING:
+    from failclass.store.repository import Store
 
 EXIT_CODES = {
     "retry": 10,
@@ -41,27 +45,6 @@ def exit_code(answer: dict[str, Any]) -> int:
     if not answer.get("enforced", True):
         return 0
     return EXIT_CODES[answer["action"]]
-
-
-def attempt_json(attempt: Attempt) -> dict[str, Any]:
-    facts: dict[str, Any] = {
-        "job_id": attempt.job_id,
-        "attempt": attempt.attempt,
-        "user": attempt.user,
-        "vc": attempt.vc,
-        "status": attempt.status,
-        "gpus": attempt.gpus,
-        "gpu_type": attempt.gpu_type,
-        "nodes": list(attempt.nodes),
-        "exit_code": attempt.exit_code,
-        "signal": attempt.signal,
-        "inputs": list(attempt.inputs),
-        "logs": list(attempt.logs),
-    }
-    for name in ("submit_time", "start_time", "end_time"):
-        value = getattr(attempt, name)
-        facts[name] = value.isoformat() if value else None
-    return facts
 
 
 def read_ends(paths: list[Path], budget: int = MAX_SENT_BYTES) -> str:
@@ -84,13 +67,16 @@ class LocalBackend:
     classifier: Classifier
     policy: PolicyConfig
 
-    def decide(self, attempt: Attempt, logs: list[Path]) -> dict[str, Any]:
+    @cached_property
+    def store(self) -> Store:
+        """Opened (and migrated) once per process, on first use."""
         from failclass.store.repository import Store
 
+        return Store.open(self.database_url)
+
+    def decide(self, attempt: Attempt, logs: list[Path]) -> dict[str, Any]:
         log, examined = self.classifier.examine_paths(logs)
-        store = Store.open(self.database_url)
-        recorded = store.record(attempt, examined.classification.to_dict(), examined.progress, self.policy)
-        store.engine.dispose()
+        recorded = self.store.record(attempt, examined.classification.to_dict(), examined.progress, self.policy)
         return {
             "attempt_id": recorded.attempt_id,
             "classification": recorded.classification,
@@ -99,19 +85,10 @@ class LocalBackend:
         }
 
     def next_attempt(self, job_id: str) -> int:
-        from failclass.store.repository import Store
-
-        store = Store.open(self.database_url)
-        recorded = store.job(job_id)
-        store.engine.dispose()
-        return max((a["attempt"] for a in recorded), default=0) + 1
+        return max((a["attempt"] for a in self.store.job(job_id)), default=0) + 1
 
     def admit(self, attempt: Attempt) -> dict[str, Any]:
-        from failclass.store.repository import Store
-
-        store = Store.open(self.database_url)
-        decision = store.admit(attempt, self.policy)
-        store.engine.dispose()
+        decision = self.store.admit(attempt, self.policy)
         return decision if decision is not None else {"action": "admit", "mode": self.policy.mode}
 
 
@@ -125,9 +102,11 @@ class RemoteBackend:
     classifier: Classifier
     policy: PolicyConfig
 
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        response = httpx.post(self.url.rstrip("/") + path, json=body, headers=headers, timeout=self.timeout)
+        response = httpx.post(self.url.rstrip("/") + path, json=body, headers=self._headers(), timeout=self.timeout)
         if response.status_code >= 500:
             raise httpx.HTTPStatusError(f"{response.status_code} from the service", request=response.request, response=response)
         if response.status_code >= 400:
@@ -136,9 +115,8 @@ class RemoteBackend:
 
     def next_attempt(self, job_id: str) -> int:
         """The attempt after those the service recorded; 1 if it cannot be asked."""
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
-            response = httpx.get(f"{self.url.rstrip('/')}/v1/jobs/{job_id}", headers=headers, timeout=self.timeout)
+            response = httpx.get(f"{self.url.rstrip('/')}/v1/jobs/{job_id}", headers=self._headers(), timeout=self.timeout)
         except httpx.TransportError:
             return 1
         if response.status_code != 200:
@@ -146,7 +124,7 @@ class RemoteBackend:
         return max((a["attempt"] for a in response.json()["attempts"]), default=0) + 1
 
     def decide(self, attempt: Attempt, logs: list[Path]) -> dict[str, Any]:
-        body = {**attempt_json(attempt), "log": read_ends(logs), "idempotency_key": f"{attempt.job_id}/{attempt.attempt}"}
+        body = {**attempt.to_json(), "log": read_ends(logs), "idempotency_key": f"{attempt.job_id}/{attempt.attempt}"}
         try:
             answer = self._post("/v1/attempts", body)
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
@@ -161,7 +139,7 @@ class RemoteBackend:
 
     def admit(self, attempt: Attempt) -> dict[str, Any]:
         try:
-            return self._post("/v1/admissions", attempt_json(attempt))
+            return self._post("/v1/admissions", attempt.to_json())
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
             return {"action": "admit", "mode": self.policy.mode, "fallback": f"service unreachable ({exc}): admitted unchecked"}
 

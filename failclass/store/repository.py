@@ -10,15 +10,17 @@ writers itself; within one process a lock keeps the read-decide-write sequence w
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, func, select, text
+from sqlalchemy import Engine, create_engine, func, make_url, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -52,8 +54,18 @@ class Recorded:
     duplicate: bool
 
 
+def default_database_url() -> str:
+    """The embedded default: a SQLite file in the user's data folder."""
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{data_home / 'failclass' / 'failclass.db'}"
+
+
 def make_engine(url: str) -> Engine:
+    """An engine for ``url``; a SQLite file's folder is created when missing."""
     if url.startswith("sqlite"):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
         return create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
@@ -119,7 +131,7 @@ class Store:
                     return self._recorded(session, earlier, duplicate=True)
                 row = self._insert_attempt(session, attempt, classification, failure, idempotency_key, now)
                 if attempt.status != "passed":
-                    history = self._history(session, row.id, attempt, failure, config, now)
+                    history = self._history(session, row.id, attempt, failure, paths, config, now)
                     decision = decide(attempt, failure, history, config)
                     self._apply(session, row, attempt, decision, now)
                     session.add(
@@ -169,25 +181,9 @@ class Store:
         key: str | None,
         now: datetime,
     ) -> AttemptRow:
-        row = AttemptRow(
-            job_id=attempt.job_id,
-            attempt_no=attempt.attempt,
-            user=attempt.user,
-            vc=attempt.vc,
-            status=attempt.status,
-            submit_time=attempt.submit_time,
-            start_time=attempt.start_time,
-            end_time=attempt.end_time,
-            gpus=attempt.gpus,
-            gpu_type=attempt.gpu_type,
-            nodes=list(attempt.nodes),
-            exit_code=attempt.exit_code,
-            signal=attempt.signal,
-            inputs=list(attempt.inputs),
-            logs=list(attempt.logs),
-            idempotency_key=key,
-            recorded_at=now,
-        )
+        facts = attempt.facts()
+        facts["attempt_no"] = facts.pop("attempt")
+        row = AttemptRow(**facts, idempotency_key=key, recorded_at=now)
         session.add(row)
         session.flush()
         progress = failure.progress
@@ -207,7 +203,14 @@ class Store:
         return row
 
     def _history(
-        self, session: Session, current: int, attempt: Attempt, failure: Failure, config: PolicyConfig, now: datetime
+        self,
+        session: Session,
+        current: int,
+        attempt: Attempt,
+        failure: Failure,
+        paths: Sequence[str],
+        config: PolicyConfig,
+        now: datetime,
     ) -> History:
         """What the policy needs to know, the attempt being recorded (row ``current``) excluded.
         Only what this failure's settings can use is read: a decision stays cheap as the
@@ -237,7 +240,6 @@ class Store:
             for n, sig, reason, epoch, step in prior
         )
         held = set(session.scalars(select(HoldRow.reason).where(HoldRow.user == attempt.user, HoldRow.released_at.is_(None))))
-        paths = sorted(set(attempt.inputs) | set(implicated_inputs(attempt, failure)))
         return History(
             job_attempts=job_attempts,
             user_failures=self._user_failures(session, current, attempt, config, now) if rules.hold_after else {},
