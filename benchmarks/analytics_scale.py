@@ -23,9 +23,9 @@ from pathlib import Path
 from failclass.analytics.records import read_records
 from failclass.analytics.report import build_report
 from failclass.analytics.simulate import simulate
-from failclass.artifact import BUILTIN_MODEL, load
-from failclass.classify import Classifier
-from failclass.taxonomy import builtin_taxonomy
+from failclass.classifier import Classifier
+from failclass.matching.taxonomy import builtin_taxonomy
+from failclass.model.artifact import BUILTIN_MODEL, load
 
 HERE = Path(__file__).resolve().parent
 

@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from failclass.rules import RuleSet, load_rules
+from failclass.matching.rules import RuleSet, load_rules
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "logs"

@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 
-from failclass.classify import Classifier
-from failclass.corpus import read_manifest, resolve
+from failclass.classifier import Classifier
+from failclass.model.corpus import read_manifest, resolve
 
 PEAK_WRAPPER = (
     "import json, resource, subprocess, sys, time;"

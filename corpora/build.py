@@ -12,7 +12,7 @@
    goes to ``produced/<reason>/<scenario>__<k>.log`` with its facts in ``.json``.
 2. Passed jobs: train_progress.py runs to the end in every output style, with and without
    warnings, and the passed__* scenarios run N times: ``passed/runs/``.
-3. ``manifest.jsonl``: one row per log of the corpus (failclass.corpus).
+3. ``manifest.jsonl``: one row per log of the corpus (failclass.model.corpus).
 
 Paths of this checkout are written as ``/work/main`` (where the corpus was first built),
 so a rebuild elsewhere differs only where the programs' output really differs (pids,
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_scenarios import RECORDED_ROOT, ROOT, execute, missing_tool, scenario_paths
 
 sys.path.insert(0, str(ROOT))
-from failclass.corpus import scan_corpus, write_manifest
+from failclass.model.corpus import scan_corpus, write_manifest
 
 CORPORA = ROOT / "corpora"
 PROGRESS = CORPORA / "programs" / "train_progress.py"

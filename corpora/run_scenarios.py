@@ -91,7 +91,7 @@ def run(path: Path, out: Path) -> dict:
 def ungrounded(printed: dict[str, str]) -> list[str]:
     """Examples citing a scenario whose lines are not all in that scenario's output."""
     sys.path.insert(0, str(ROOT))
-    from failclass.rules import load_rules
+    from failclass.matching.rules import load_rules
 
     problems = []
     for rule in load_rules().rules:

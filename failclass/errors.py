@@ -26,5 +26,17 @@ class RuleError(ConfigError):
         self.field = field
 
 
+class ModelError(ConfigError):
+    """A model artifact that is missing, damaged or made for other library versions."""
+
+
 class InputError(FailclassError):
     """A log cannot be read (missing, a directory, unreadable)."""
+
+
+class DamagedMember(InputError):
+    """An archive member that cannot be read whole: the batch reports it and goes on."""
+
+
+class ServiceRefused(FailclassError):
+    """The failclass service answered 4xx: a problem with the request, not with the service."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from failclass.classify import Classifier
+from failclass.classifier import Classifier
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -135,7 +135,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         )
 
     def job(self, job_id: str) -> dict[str, str]:
-        from failclass.hook.slurm import parse_show_job
+        from failclass.adapters.slurm import parse_show_job
 
         return parse_show_job(self.run("scontrol", "show", "job", "-o", job_id).stdout)
 

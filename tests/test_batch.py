@@ -20,8 +20,9 @@ import pytest
 import zstandard
 from conftest import ROOT, run_cli
 
-from failclass import archives
-from failclass.batch import run_batch
+from failclass.batch.runner import run_batch
+from failclass.logs import archives
+from failclass.options import ClassifierOptions
 
 LOGS = {
     "jobs/job-a/attempt-1/stdout.log": "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log",
@@ -138,7 +139,13 @@ def test_bombs_stop_at_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     gz = tmp_path / "big.log.gz"
     gz.write_bytes(gzip.compress(zeros))
     for source, name in ((bomb, "bomb"), (gz, "gz")):
-        summary = run_batch([source], tmp_path / f"out-{name}", processes=1, use_model=False, progress_stream=io.StringIO())
+        summary = run_batch(
+            [source],
+            tmp_path / f"out-{name}",
+            processes=1,
+            options=ClassifierOptions(no_model=True),
+            progress_stream=io.StringIO(),
+        )
         assert any("larger than the limit" in p for p in summary.problems), summary.problems
     assert results(tmp_path / "out-bomb")[("job-ok", 1)] == "mpi_runtime_failure"
 
@@ -180,7 +187,7 @@ def test_killed_for_real_then_resumed_loses_and_repeats_nothing(tmp_path: Path) 
     assert len(found) == 240 and all(key[0].startswith("job-") for key in found)
 
 
-def test_dask_local_cluster_gives_the_local_rows(tmp_path: Path) -> None:
+def test_dask_workers_classify_and_give_the_local_rows(tmp_path: Path) -> None:
     from distributed import LocalCluster
 
     source = tar_of(tree(tmp_path / "src"), tmp_path / "jobs.tar.gz", "w:gz")
@@ -196,17 +203,24 @@ def test_dask_local_cluster_gives_the_local_rows(tmp_path: Path) -> None:
             str(tmp_path / "more"),
             "--out",
             str(tmp_path / "dask"),
-            "--engine",
+            "--executor",
             "dask",
             "--scheduler",
             cluster.scheduler_address,
         )
+        workers = set(cluster.scheduler_info["workers"])
     assert remote.returncode == 0, remote.stderr
 
-    def rows(out: Path) -> list[str]:
-        return sorted((out / "results.jsonl").read_text().splitlines())
+    def rows(out: Path) -> list[dict[str, object]]:
+        return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
-    assert rows(tmp_path / "dask") == rows(tmp_path / "local") and len(rows(tmp_path / "local")) == 15
+    def without_worker(found: list[dict[str, object]]) -> list[str]:
+        return sorted(json.dumps({k: v for k, v in row.items() if k != "classified_by"}, sort_keys=True) for row in found)
+
+    on_dask, on_pool = rows(tmp_path / "dask"), rows(tmp_path / "local")
+    assert without_worker(on_dask) == without_worker(on_pool) and len(on_pool) == 15
+    assert {row["classified_by"] for row in on_dask} <= workers, "every attempt was classified by a Dask worker"
+    assert not {row["classified_by"] for row in on_pool} & workers
 
 
 def test_fsspec_urls_as_sources(tmp_path: Path) -> None:

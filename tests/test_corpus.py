@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from failclass.classify import Classifier
-from failclass.corpus import CORPORA, read_manifest, resolve, scan_corpus, split_of
-from failclass.taxonomy import NO_SIGNATURE, builtin_taxonomy
+from failclass.classifier import Classifier
+from failclass.matching.taxonomy import NO_SIGNATURE, builtin_taxonomy
+from failclass.model.corpus import CORPORA, read_manifest, resolve, scan_corpus, split_of
 
 MANIFEST = read_manifest()
 REASONS = set(builtin_taxonomy().reasons) - {NO_SIGNATURE}

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from failclass.artifact import BUILTIN_MODEL, LoadedModel, load
-from failclass.classify import Classifier
-from failclass.corpus import corpus_hash, read_manifest, resolve, scan_labels
-from failclass.evaluation import Evaluation, evaluate
-from failclass.labels import labels_dir
-from failclass.taxonomy import NO_SIGNATURE, builtin_taxonomy
+from failclass.classifier import Classifier
+from failclass.matching.taxonomy import NO_SIGNATURE, builtin_taxonomy
+from failclass.model.artifact import BUILTIN_MODEL, LoadedModel, load
+from failclass.model.corpus import corpus_hash, read_manifest, resolve, scan_labels
+from failclass.model.evaluation import Evaluation, evaluate
+from failclass.model.labels import labels_dir
 
 MANIFEST = read_manifest()
 

@@ -9,13 +9,13 @@ import pytest
 from conftest import run_cli
 from sklearn.base import clone
 
-from failclass.artifact import ModelError, load, save
-from failclass.classify import Classifier
-from failclass.corpus import read_manifest, resolve
-from failclass.fallback import FailureTextModel
-from failclass.logtext import Tail, blocks_of_text, tail_text
-from failclass.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_text
-from failclass.taxonomy import builtin_taxonomy
+from failclass.classifier import Classifier
+from failclass.logs.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_text
+from failclass.logs.text import Tail, blocks_of_text, tail_text
+from failclass.matching.taxonomy import builtin_taxonomy
+from failclass.model.artifact import ModelError, load, save
+from failclass.model.corpus import read_manifest, resolve
+from failclass.model.estimator import FailureTextModel
 
 KNOWN = set(builtin_taxonomy().reasons)
 

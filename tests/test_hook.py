@@ -12,11 +12,12 @@ import pytest
 from conftest import ROOT, run_cli
 from service_server import free_port, running_service
 
+from failclass.adapters.slurm import Scontrol, attempt_from_job, comment_for, declared_inputs, parse_show_job
 from failclass.attempts import Attempt
-from failclass.classify import Classifier
-from failclass.hook.slurm import Scontrol, attempt_from_job, comment_for, declared_inputs, parse_show_job
-from failclass.policy_config import load_policy
+from failclass.classifier import Classifier
+from failclass.policy.config import load_policy
 from failclass.store.repository import Store
+from failclass.usecases import report_attempt
 
 SLURM = ROOT / "tests" / "data" / "slurm"
 SYNTAX = ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log"
@@ -57,9 +58,7 @@ def test_admission_rejects_a_blacklisted_input(tmp_path: Path) -> None:
     store = Store.open(url)
     examined = Classifier().examine_path(MISSING)
     for n, job in enumerate(("a", "a", "b", "c")):
-        store.record(
-            Attempt(job, n + 1, "u", inputs=("/nonexistent/data",)), examined.classification.to_dict(), None, load_policy()
-        )
+        report_attempt(store, Attempt(job, n + 1, "u", inputs=("/nonexistent/data",)), examined, load_policy())
     refused = run_cli(
         "hook", "admit", "--json", "--database-url", url, "--job-id", "new", "--user", "v", "--input", "/nonexistent/data"
     )

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from failclass.classify import Classifier
-from failclass.hook.decide import EXIT_CODES, LocalBackend
-from failclass.hook.kubernetes import HANDLED, attempt_from_pod, job_name, job_patches, run_once, terminated
-from failclass.policy_config import load_policy
+from failclass.adapters.kubernetes import HANDLED, attempt_from_pod, job_name, job_patches, run_once, terminated
+from failclass.classifier import Classifier
+from failclass.hook.backends import EXIT_CODES, LocalBackend
+from failclass.policy.config import load_policy
 
 
 def failed_pod(name: str, reason: str, exit_code: int, node: str = "gpu-node-3") -> dict[str, Any]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from failclass.classify import Classifier
-from failclass.lint import lint
-from failclass.rules import load_rules
+from failclass.classifier import Classifier
+from failclass.matching.lint import lint
+from failclass.matching.rules import load_rules
 
 RULE = """
 reason: cpu_oom

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from failclass.classify import Classifier
-from failclass.engine import Engine
+from failclass.classifier import Classifier
 from failclass.errors import RuleError
-from failclass.rules import load_rules
+from failclass.matching.matcher import Engine
+from failclass.matching.rules import load_rules
 
 GOOD_RULE = """
 reason: gpu_oom

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from failclass.classify import Classifier
-from failclass.rules import load_rules
+from failclass.classifier import Classifier
+from failclass.matching.rules import load_rules
 
 RULES = """
 reason: cpu_oom
@@ -157,7 +157,7 @@ def test_concurrent_scans_in_threads_agree(classifier: Classifier) -> None:
 
 
 def test_compiled_database_cache_is_reused_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from failclass.engine import CACHE_KEEP
+    from failclass.matching.matcher import CACHE_KEEP
 
     monkeypatch.setenv("FAILCLASS_CACHE_DIR", str(tmp_path))
     folder = tmp_path / "rules"

@@ -9,12 +9,13 @@ import pytest
 from conftest import ROOT
 
 from failclass.attempts import Attempt
-from failclass.classify import Classifier
+from failclass.classifier import Classifier
 from failclass.errors import ConfigError
-from failclass.logfacts import Progress
-from failclass.policy import Failure, History, PriorAttempt, admit, backoff_seconds, decide, failures_counted
-from failclass.policy_config import PolicyConfig, load_policy
-from failclass.taxonomy import builtin_taxonomy
+from failclass.history import Failure, History, PriorAttempt
+from failclass.logs.facts import Progress
+from failclass.matching.taxonomy import builtin_taxonomy
+from failclass.policy.config import PolicyConfig, load_policy
+from failclass.policy.decide import admit, backoff_seconds, decide, failures_counted
 
 LOGS = {
     "syntax": "corpora/produced/syntax_error/syntax_error__indentation__0.log",

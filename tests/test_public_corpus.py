@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from failclass.classify import Classifier
+from failclass.classifier import Classifier
 
 PUBLIC = ROOT / "corpora" / "public"
 LOGS = sorted(PUBLIC.glob("*/*.log"))

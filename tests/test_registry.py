@@ -6,10 +6,10 @@ from collections import Counter
 
 from conftest import ROOT
 
-from failclass.classify import Classifier
-from failclass.lint import lint
-from failclass.ruletest import run_examples
-from failclass.taxonomy import NO_SIGNATURE
+from failclass.classifier import Classifier
+from failclass.matching.lint import lint
+from failclass.matching.ruletest import run_examples
+from failclass.matching.taxonomy import NO_SIGNATURE
 
 SCENARIOS = ROOT / "corpora" / "scenarios"
 

@@ -92,16 +92,17 @@ def test_report_over_the_store(tmp_path: Path) -> None:
     from conftest import ROOT
 
     from failclass.attempts import Attempt
-    from failclass.classify import Classifier
-    from failclass.policy_config import load_policy
+    from failclass.classifier import Classifier
+    from failclass.policy.config import load_policy
     from failclass.store.repository import Store
+    from failclass.usecases import report_attempt
 
     url = f"sqlite:///{tmp_path / 'f.db'}"
     store = Store.open(url)
     examined = Classifier().examine_path(ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log")
     for n in (1, 2):
         attempt = Attempt("job-9", n, "eve", gpus=8, start_time=T0, end_time=T0 + timedelta(minutes=90))
-        store.record(attempt, examined.classification.to_dict(), examined.progress, load_policy())
+        report_attempt(store, attempt, examined, load_policy())
     done = run_cli("report", "--database-url", url, "--format", "json")
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(done.stdout)["table7"]

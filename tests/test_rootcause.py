@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT
 
-from failclass.classify import Classifier
+from failclass.classifier import Classifier
 
 
 def real(classifier: Classifier, rule_id: str, containing: str = "") -> str:

@@ -15,8 +15,8 @@ from conftest import run_cli
 from failclass.analytics.records import read_records
 from failclass.analytics.report import build_report, is_failure
 from failclass.analytics.simulate import read_table6, read_table7, scaled, simulate
-from failclass.classify import Classifier
-from failclass.taxonomy import builtin_taxonomy
+from failclass.classifier import Classifier
+from failclass.matching.taxonomy import builtin_taxonomy
 
 FRACTION = 0.01
 

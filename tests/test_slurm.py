@@ -16,9 +16,10 @@ from conftest import ROOT
 from slurm_cluster import Slurm, ensure_slurm, running_slurm
 
 from failclass.attempts import Attempt
-from failclass.classify import Classifier
-from failclass.policy_config import load_policy
+from failclass.classifier import Classifier
+from failclass.policy.config import load_policy
 from failclass.store.repository import Store
+from failclass.usecases import report_attempt
 
 PYTHON = sys.executable
 TRANSIENT = ROOT / "corpora" / "scenarios" / "mpi_runtime_failure__c10d_client_connect_timeout.sh"
@@ -96,7 +97,7 @@ def test_a_job_declaring_a_blacklisted_input_is_refused_at_submission(slurm: Slu
     log = Classifier().examine_path(ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log")
     for n, job in enumerate(("old-1", "old-1", "old-2", "old-3")):
         attempt = Attempt(job, n + 1, "root", inputs=(DATASET,))
-        store.record(attempt, log.classification.to_dict(), log.progress, load_policy(), now=datetime.now(UTC))
+        report_attempt(store, attempt, log, load_policy(), now=datetime.now(UTC))
     assert [e["path"] for e in store.blacklist()] == [DATASET]
 
     refused = slurm.sbatch(

@@ -11,10 +11,11 @@ from conftest import ROOT
 from sqlalchemy import inspect
 
 from failclass.attempts import Attempt
-from failclass.classify import Classifier
-from failclass.policy_config import PolicyConfig, load_policy
+from failclass.classifier import Classifier
+from failclass.policy.config import PolicyConfig, load_policy
 from failclass.store.migrate import current, upgrade
 from failclass.store.repository import Store
+from failclass.usecases import admit_submission, report_attempt
 
 LOGS = {
     "nccl_timeout": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
@@ -48,7 +49,7 @@ def report(store: Store, examined: dict[str, Any], policy: PolicyConfig, log: st
     attempt = Attempt(**facts)
     found = examined[log]
     now = T0 + timedelta(minutes=minutes)
-    return store.record(attempt, found.classification.to_dict(), found.progress, policy, key, now)
+    return report_attempt(store, attempt, found, policy, key, now)
 
 
 def test_migrations_build_the_schema(store: Store) -> None:
@@ -103,14 +104,16 @@ def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined
     (hold,) = store.holds()
     assert (hold["user"], hold["reason"], hold["evidence"]["failures"]) == ("carol", "cpu_oom", 20)
     assert report(store, examined, policy, "cpu_oom", 30, job_id="oom-21", user="carol").decision["action"] == "hold"
-    assert store.admit(Attempt("oom-21", 2, "carol"), policy)["action"] == "hold"
-    assert store.admit(Attempt("fresh-job", 1, "carol"), policy) is None  # never failed: nothing to repeat
+    assert admit_submission(store, Attempt("oom-21", 2, "carol"), policy)["action"] == "hold"
+    assert (
+        admit_submission(store, Attempt("fresh-job", 1, "carol"), policy)["action"] == "admit"
+    )  # never failed: nothing to repeat
 
     assert store.release_hold(hold["id"], by="operator", now=T0 + timedelta(minutes=40))
     assert not store.release_hold(hold["id"], by="operator")
     after = report(store, examined, policy, "cpu_oom", 50, job_id="oom-22", user="carol").decision
     assert after["action"] == "retry_with_more_resources" and after["explanation"]["counters"]["user_failures"] == 1
-    assert store.admit(Attempt("oom-21", 2, "carol"), policy) is None
+    assert admit_submission(store, Attempt("oom-21", 2, "carol"), policy)["action"] == "admit"
 
 
 def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
@@ -127,12 +130,12 @@ def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
     (entry,) = store.blacklist()
     assert entry["path"] == dataset and entry["evidence"]["failures"] == 4
 
-    rejected = store.admit(Attempt("in-d", 1, "dave", inputs=(dataset, "/data/other")), policy)
+    rejected = admit_submission(store, Attempt("in-d", 1, "dave", inputs=(dataset, "/data/other")), policy)
     assert rejected is not None and rejected["action"] == "reject"
     assert any(d["kind"] == "admission" for d in store.decisions(user="dave"))
     assert store.clear_blacklist(entry["id"], by="operator", now=T0 + timedelta(minutes=20))
     assert store.blacklist() == [] and len(store.blacklist(include_cleared=True)) == 1
-    assert store.admit(Attempt("in-d", 1, "dave", inputs=(dataset,)), policy) is None
+    assert admit_submission(store, Attempt("in-d", 1, "dave", inputs=(dataset,)), policy)["action"] == "admit"
     # After clearing, the count starts again: one more failure does not blacklist it.
     again = report(store, examined, policy, "missing_input", 30, job_id="in-e", user="erin", inputs=(dataset,)).decision
     assert again["action"] == "no_retry"
@@ -145,7 +148,7 @@ def test_ecc_failures_of_two_jobs_make_a_node_suspect(store: Store, examined: di
     assert first["action"] == "retry_elsewhere" and first["exclude_nodes"] == ["gpu-07"]
     second = report(store, examined, policy, "ecc", 5, job_id="hw-2", nodes=("gpu-07",)).decision
     assert second["effects"]["suspect_nodes"] == ["gpu-07"]
-    (node,) = store.nodes(policy, now=T0 + timedelta(minutes=10))
+    (node,) = store.nodes(policy.nodes.window_hours, policy.nodes.min_jobs, now=T0 + timedelta(minutes=10))
     assert node["node"] == "gpu-07" and node["suspect"] and node["jobs"] == ["hw-1", "hw-2"]
     # A third job elsewhere is kept off the suspect node, within the cap (25% of 10 nodes).
     third = report(store, examined, policy, "ecc", 8, job_id="hw-3", nodes=("gpu-09",)).decision

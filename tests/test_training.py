@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from failclass.corpus import read_manifest, write_manifest
+from failclass.model.corpus import read_manifest, write_manifest
 
 LOG = ROOT / "corpora" / "public" / "no_signature" / "slurm_lightning_init_hang_cancelled.log"
 

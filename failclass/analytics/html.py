@@ -31,7 +31,7 @@ from failclass.analytics.report import (
     table6_cells,
     table7_cells,
 )
-from failclass.taxonomy import Taxonomy
+from failclass.matching.taxonomy import Taxonomy
 
 TOP_REASONS = 8
 TOP_USERS = 15

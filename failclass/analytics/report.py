@@ -14,7 +14,7 @@ from failclass.analytics.records import AttemptRecord
 from failclass.analytics.repetition import ReasonRepetition, repetition
 from failclass.analytics.status import Table6Row, table6_of
 from failclass.analytics.table7 import Table7Row, table7
-from failclass.taxonomy import Taxonomy
+from failclass.matching.taxonomy import Taxonomy
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
 

@@ -29,10 +29,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from failclass.corpus import Entry, read_manifest, resolve
-from failclass.paths import DATA
+from failclass.model.corpus import Entry, read_manifest, resolve
+from failclass.resources import PHILLY
 
-PHILLY = DATA / "philly"
 START = datetime(2017, 10, 1, tzinfo=UTC)  # Philly's trace starts in autumn 2017
 DAYS = 75
 ZIPF = 1.2

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from failclass.taxonomy import NO_SIGNATURE, Taxonomy
+from failclass.matching.taxonomy import NO_SIGNATURE, Taxonomy
 
 PERCENTILES = (50, 90, 95)
 

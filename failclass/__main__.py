@@ -1,0 +1,3 @@
+from failclass.cli.main import main
+
+main()

@@ -1,0 +1,325 @@
+"""`failclass batch`: classify every attempt in directories and archives of logs, in
+parallel, resumably, into one row per attempt (JSON Lines, then Parquet).
+
+Attempts: a manifest (CSV, JSON Lines or Parquet; job_id, attempt, logs as member
+paths, and any other attempt facts) says which logs belong to which attempt; without
+one, the member's path does, by ID_PATTERN (a regular expression with the named groups
+``job`` and optionally ``attempt``, matched against the path inside its source; by
+default the folder holding a log is its job, and a folder ``attempt-N`` below it its
+attempt). The logs of one attempt (stdout, stderr, one per rank) are classified
+together: the strongest answer speaks for the attempt.
+
+Resuming: results.jsonl is appended one complete line per attempt and flushed; a run
+that starts on an existing output folder skips the attempts already there, after
+cutting a last line that a killed run left half-written. No attempt is lost or written
+twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from failclass.classifier import Classifier, Examination
+from failclass.errors import DamagedMember
+from failclass.logs.archives import Member, members
+from failclass.options import ClassifierOptions, build_quietly
+
+DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
+IN_MEMORY_BYTES = 64 << 20  # larger members are classified in the main process, streaming
+RESULTS = "results.jsonl"
+
+_worker_classifier: Classifier | None = None
+
+
+@dataclass
+class Summary:
+    attempts: int = 0
+    skipped_done: int = 0
+    members: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    seconds: float = 0.0
+
+
+def attempt_of(name: str, pattern: re.Pattern[str]) -> tuple[str, int]:
+    match = pattern.search(name)
+    if match is None:
+        return Path(name).stem, 1
+    attempt = match.groupdict().get("attempt")
+    return match.group("job"), int(attempt) if attempt else 1
+
+
+def done_attempts(results: Path) -> set[tuple[str, int]]:
+    """Attempts already written; a half-written last line (a killed run) is cut off."""
+    if not results.exists():
+        return set()
+    data = results.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    if len(complete) != len(data):
+        with results.open("r+b") as handle:
+            handle.truncate(len(complete))
+    done = set()
+    for line in complete.splitlines():
+        row = json.loads(line)
+        done.add((row["job_id"], row["attempt"]))
+    return done
+
+
+def worker_classifier(options: ClassifierOptions) -> Classifier:
+    """This process's classifier, built from ``options`` once, on first use (a pool or
+    Dask worker classifies many members; the parent checked the options already)."""
+    global _worker_classifier
+    if _worker_classifier is None:
+        _worker_classifier = build_quietly(options)
+    return _worker_classifier
+
+
+def classify_member(data: bytes, options: ClassifierOptions) -> dict[str, Any]:
+    """Run in a worker process (local pool or Dask worker)."""
+    classifier = worker_classifier(options)
+    answer = _summarise(classifier, classifier.examine_bytes(data))
+    answer["worker"] = worker_name()
+    return answer
+
+
+def worker_name() -> str:
+    """Who classified: the Dask worker's address inside a Dask worker, else host:pid."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except (ImportError, ValueError):
+        return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _summarise(classifier: Classifier, examined: Examination) -> dict[str, Any]:
+    result = examined.classification
+    return {
+        "classification": result.to_dict(),
+        "strength": list(classifier.strength(result)),
+        "progress": examined.progress.to_dict() if examined.progress else None,
+    }
+
+
+class AttemptCollector:
+    """Members' answers gathered per attempt; an attempt is written once all are in."""
+
+    def __init__(self, expected: dict[tuple[str, int], int], facts: dict[tuple[str, int], dict[str, Any]], out: Path) -> None:
+        self.expected = expected
+        self.facts = facts
+        self.parts: dict[tuple[str, int], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        self.handle = (out / RESULTS).open("a")
+        self.written = 0
+        self.reasons: dict[str, int] = defaultdict(int)
+
+    def add(self, key: tuple[str, int], member: str, answer: dict[str, Any] | None) -> None:
+        self.parts[key].append((member, answer or {}))
+        if len(self.parts[key]) == self.expected[key]:
+            self._write(key, self.parts.pop(key))
+
+    def _write(self, key: tuple[str, int], parts: list[tuple[str, dict[str, Any]]]) -> None:
+        answered = [(m, a) for m, a in parts if a]
+        logs = [m for m, _ in parts]
+        row: dict[str, Any] = {**self.facts.get(key, {}), "job_id": key[0], "attempt": key[1], "logs": logs}
+        if answered:
+            log, best = max(answered, key=lambda pair: pair[1]["strength"])
+            row.update(best["classification"])
+            row["evidence_log"] = log
+            row["classified_by"] = best.get("worker")
+            progresses = [a["progress"] for _, a in answered if a["progress"]]
+            row["progress"] = max(progresses, key=lambda p: (p["epoch"], p["step"])) if progresses else None
+        else:
+            row.update({"reason": None, "error": "no log of this attempt could be read"})
+        self.handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.handle.flush()
+        self.written += 1
+        self.reasons[row.get("reason") or "unreadable"] += 1
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class ProgressLine:
+    """A live line on a terminal; a plain line every EVERY seconds otherwise."""
+
+    EVERY = 10.0
+
+    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+        self.total = total
+        self.stream = stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.started = self.last = time.monotonic()
+
+    def update(self, done: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < (0.2 if self.tty else self.EVERY):
+            return
+        self.last = now
+        rate = done / max(now - self.started, 1e-9)
+        eta = (self.total - done) / rate if rate else 0
+        text = f"{done:,}/{self.total:,} attempts  {rate:,.1f}/s  ETA {eta:,.0f} s"
+        self.stream.write(f"\r{text}" if self.tty else f"{text}\n")
+        self.stream.flush()
+
+
+class Executor(Protocol):
+    """Where members are classified: submit(fn, *args) returns something with .result()."""
+
+    def submit(self, fn: Any, /, *args: Any) -> Any: ...
+
+
+@contextmanager
+def local_executor(processes: int) -> Iterator[Executor]:
+    with ProcessPoolExecutor(max(processes, 1)) as pool:
+        yield pool
+
+
+@contextmanager
+def dask_executor(scheduler: str) -> Iterator[Executor]:
+    """A Dask distributed cluster: its workers classify, this process reads and writes."""
+    from distributed import Client
+
+    with Client(scheduler) as client:
+        yield client
+
+
+@dataclass
+class BatchRun:
+    """One run over ``sources``: which attempts are pending, their members in flight on
+    the executor, and their answers gathered into results.jsonl."""
+
+    options: ClassifierOptions
+    key_of: Callable[[Member], tuple[str, int]]
+    collector: AttemptCollector
+    progress: ProgressLine
+    summary: Summary
+    window: int
+    in_flight: list[tuple[Any, tuple[str, int], str]] = field(default_factory=list)
+
+    def classify(self, pool: Executor, member: Member, stream: Any, key: tuple[str, int]) -> None:
+        """Send one member to the executor (a large one is classified here, streaming)."""
+        self.summary.members += 1
+        try:
+            if member.size is not None and member.size > IN_MEMORY_BYTES:
+                local = worker_classifier(self.options)
+                self.collector.add(key, member.name, _summarise(local, local.examine_stream(stream)))
+                self.summary.bytes += member.size
+                return
+            data = stream.read()
+        except DamagedMember as exc:
+            self.summary.problems.append(str(exc))
+            self.collector.add(key, member.name, None)
+            return
+        self.summary.bytes += len(data)
+        self.in_flight.append((pool.submit(classify_member, data, self.options), key, member.name))
+        self.drain(self.window)
+
+    def drain(self, limit: int) -> None:
+        """Collect answers until at most ``limit`` members are in flight."""
+        while len(self.in_flight) > limit:
+            future, key, name = self.in_flight.pop(0)
+            try:
+                answer: dict[str, Any] | None = future.result()
+            except DamagedMember as exc:
+                self.summary.problems.append(str(exc))
+                answer = None
+            self.collector.add(key, name, answer)
+            self.progress.update(self.collector.written)
+
+
+def pending_attempts(
+    sources: Sequence[str | Path], key_of: Callable[[Member], tuple[str, int]], done: set[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], int], int]:
+    """Members per attempt still to classify, and how many attempts are done already."""
+    expected: dict[tuple[str, int], int] = defaultdict(int)
+    listing_errors: list[str] = []
+    for source in sources:
+        for member, _ in members(source, listing_errors):
+            expected[key_of(member)] += 1
+    pending = {key: count for key, count in expected.items() if key not in done}
+    return pending, len(expected) - len(pending)
+
+
+def run_batch(
+    sources: Sequence[str | Path],
+    out: Path,
+    processes: int,
+    id_pattern: str = DEFAULT_ID_PATTERN,
+    manifest_facts: dict[tuple[str, int], dict[str, Any]] | None = None,
+    member_attempts: dict[str, tuple[str, int]] | None = None,
+    options: ClassifierOptions | None = None,
+    progress_stream: Any = sys.stderr,
+    executor: Callable[[], AbstractContextManager[Executor]] | None = None,
+) -> Summary:
+    """Classify every attempt of ``sources`` into ``out`` (on ``executor``: by default a
+    local pool of ``processes``); resumes what is there."""
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    pattern = re.compile(id_pattern)
+    owners = member_attempts or {}
+
+    def key_of(member: Member) -> tuple[str, int]:
+        return owners[member.name] if member.name in owners else attempt_of(member.name, pattern)
+
+    summary = Summary()
+    pending, summary.skipped_done = pending_attempts(sources, key_of, done_attempts(out / RESULTS))
+    collector = AttemptCollector(pending, manifest_facts or {}, out)
+    progress = ProgressLine(len(pending), progress_stream)
+    run = BatchRun(options or ClassifierOptions(), key_of, collector, progress, summary, 4 * max(processes, 1))
+    with (executor or (lambda: local_executor(processes)))() as pool:
+        for source in sources:
+            for member, stream in members(source, summary.problems):
+                key = key_of(member)
+                if key in pending:
+                    run.classify(pool, member, stream, key)
+        run.drain(0)
+    progress.update(collector.written, force=True)
+    if progress.tty:
+        progress_stream.write("\n")
+    collector.close()
+    summary.attempts = collector.written
+    summary.reasons = collector.reasons
+    summary.seconds = round(time.monotonic() - started, 2)
+    return summary
+
+
+def write_parquet(out: Path) -> Path:
+    """results.parquet from results.jsonl (nested fields as JSON text)."""
+    import pyarrow as pa
+    from pyarrow import parquet
+
+    rows = []
+    for line in (out / RESULTS).read_text().splitlines():
+        row = json.loads(line)
+        rows.append({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
+    target = out / "results.parquet"
+    parquet.write_table(pa.Table.from_pylist(rows), target)
+    return target
+
+
+def manifest_maps(raw_rows: Iterable[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, tuple[str, int]]]:
+    """Attempt facts per (job, attempt), and which attempt each listed log belongs to."""
+    facts: dict[tuple[str, int], dict[str, Any]] = {}
+    owners: dict[str, tuple[str, int]] = {}
+    for row in raw_rows:
+        key = (str(row["job_id"]), int(row.get("attempt") or 1))
+        facts[key] = {k: v for k, v in row.items() if k not in ("logs", "log", "reason")}
+        logs = row.get("logs") or row.get("log") or []
+        for log in [logs] if isinstance(logs, str) else logs:
+            for part in str(log).split(";"):
+                if part:
+                    owners[part] = key
+    return facts, owners

@@ -1,0 +1,240 @@
+"""The one entry point: a log (path, bytes or text) -> Classification."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from failclass.logs.facts import Progress, progress_of
+from failclass.logs.region import region_indices, segment
+from failclass.logs.text import EVIDENCE_CHARS, BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
+from failclass.matching.matcher import Engine, ScanResult
+from failclass.matching.rootcause import Candidate, Ranking, rank
+from failclass.matching.rules import RuleSet, load_rules
+from failclass.matching.taxonomy import NO_SIGNATURE
+from failclass.model.artifact import LoadedModel
+
+MAX_EVIDENCE_LINES = 5
+MODEL_WHY = (
+    "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
+    "Check the evidence line before acting on it, and correct it with `failclass label` if it is wrong."
+)
+
+
+def evidence_cut(text: str) -> str:
+    """A model evidence line as readable as a signature's: stripped, at most EVIDENCE_CHARS."""
+    text = text.strip()
+    return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
+
+
+def signature_confidence(priority: int) -> float:
+    """Confidence of a signature answer: 0.55 for the weakest implicit rule, 0.95 at priority 90."""
+    return round(min(0.5 + priority / 200, 0.99), 2)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Rival:
+    """A rule that fired but lost to the answer, and why (``--explain``)."""
+
+    rule_id: str
+    reason: str
+    kind: str
+    priority: int
+    line: int
+    text: str
+    lost_because: str
+
+
+@dataclass(frozen=True)
+class ModelGuess:
+    """What the fallback model says of a log, when it is confident enough."""
+
+    reason: str
+    confidence: float
+    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Classification:
+    reason: str
+    reason_name: str
+    categories: tuple[str, ...]
+    source: str
+    rule_id: str | None
+    why: str
+    confidence: float
+    evidence: tuple[Evidence, ...]
+    bytes_read: int
+    lines: int
+    also_matched: tuple[Rival, ...] = field(default=())
+
+    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+        """The classify contract of DESIGN.md (plus ``also_matched`` when explaining)."""
+        data: dict[str, Any] = {
+            "reason": self.reason,
+            "reason_name": self.reason_name,
+            "categories": list(self.categories),
+            "source": self.source,
+            "rule_id": self.rule_id,
+            "why": self.why,
+            "confidence": self.confidence,
+            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
+            "bytes": self.bytes_read,
+            "lines": self.lines,
+        }
+        if explain:
+            data["also_matched"] = [asdict(rival) for rival in self.also_matched]
+        return data
+
+
+@dataclass(frozen=True)
+class Examination:
+    """What the service and the hook learn from an attempt's log."""
+
+    classification: Classification
+    progress: Progress | None
+
+
+class Classifier:
+    """Rules compiled once (and the fallback model, if given), then any number of logs
+    classified. An explicit signature always wins; the model answers only when no
+    explicit one matched and it is at least as confident as its threshold; below that
+    the implicit signature (a consequence such as a bare traceback) or "No signature"
+    stands. A model answer does not replace an implicit signature when it names the same
+    reason (the rule's evidence explains more) or a reason that is itself only a
+    consequence (one that no explicit rule names): it would add nothing."""
+
+    def __init__(
+        self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
+    ) -> None:
+        self.ruleset = ruleset or load_rules(extra_rule_dirs)
+        self.engine = Engine(self.ruleset)
+        self.rules = self.ruleset.by_id()
+        self.model = model
+        self.consequences = self.ruleset.consequence_reasons()
+
+    def classify_path(self, path: Path) -> Classification:
+        with open_log(path) as stream:
+            return self._classify(BlockReader(stream), Tail())
+
+    def classify_bytes(self, data: bytes | str) -> Classification:
+        return self._classify(blocks_of_text(data), Tail())
+
+    def examine_path(self, path: Path) -> Examination:
+        """Classification plus the facts a retry policy needs (progress)."""
+        with open_log(path) as stream:
+            return self._examine(BlockReader(stream))
+
+    def examine_bytes(self, data: bytes | str) -> Examination:
+        return self._examine(blocks_of_text(data))
+
+    def examine_stream(self, stream: Readable) -> Examination:
+        """A log given as an open stream (an archive member), gzip or not."""
+        return self._examine(BlockReader(open_stream(stream)))
+
+    def examine_paths(self, paths: Iterable[Path]) -> tuple[Path, Examination]:
+        """The logs of one attempt (stdout, stderr, one per rank) examined together: the
+        log with the strongest answer speaks for the attempt (an explicit signature over
+        the model over an implicit one over none, then confidence); progress is the
+        furthest any log reached."""
+        examined = [(path, self.examine_path(path)) for path in paths]
+        if not examined:
+            raise ValueError("no log to examine")
+        best_path, best = max(examined, key=lambda pair: self.strength(pair[1].classification))
+        progress = max((e.progress for _, e in examined if e.progress is not None), default=None)
+        return best_path, Examination(best.classification, progress)
+
+    def strength(self, result: Classification) -> tuple[int, float]:
+        """How strongly a classification speaks: explicit signature, model, implicit, none."""
+        if result.source == "signature" and result.rule_id is not None:
+            rank = 3 if self.rules[result.rule_id].kind == "explicit" else 1
+        else:
+            rank = 2 if result.source == "model" else 0
+        return rank, result.confidence
+
+    def _examine(self, reader: BlockReader) -> Examination:
+        tail = Tail()
+        result = self._classify(reader, tail)
+        return Examination(result, progress_of(text for _, text in tail.numbered_lines(result.lines)))
+
+    def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
+        scan = self.engine.scan(tail.watch(reader))
+        ranking = rank(scan.hits, self.rules)
+        winner = ranking.winner
+        if winner is not None and winner.rule.kind == "explicit":
+            return self._signature(winner, scan, reader.bytes_read, ranking)
+        guess = self._guess(tail, scan.lines)
+        if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
+            others = ranking.others
+            if winner is not None:
+                beaten = f"implicit signature; the model is {guess.confidence:.2f} confident of {guess.reason}"
+                others = ((winner, beaten), *others)
+            return self._classification(
+                guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, reader.bytes_read, others
+            )
+        if winner is not None:
+            return self._signature(winner, scan, reader.bytes_read, ranking)
+        return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
+
+    def _guess(self, tail: Tail, total_lines: int) -> ModelGuess | None:
+        """The model's answer from the end of the log, if it names a failure confidently."""
+        if self.model is None:
+            return None
+        numbered = tail.numbered_lines(total_lines)
+        texts = [text for _, text in numbered]
+        probabilities = self.model.model.predict_proba(["\n".join(texts)])[0]
+        best = int(probabilities.argmax())
+        reason = str(self.model.model.classes_[best])
+        confidence = float(probabilities[best])
+        if reason == NO_SIGNATURE or confidence < self.model.threshold:
+            return None
+        region = region_indices(texts)
+        strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]
+        line, text = numbered[strongest]
+        return ModelGuess(reason, round(confidence, 2), Evidence(line, evidence_cut(segment(text))))
+
+    def _signature(self, winner: Candidate, scan: ScanResult, size: int, ranking: Ranking) -> Classification:
+        lines = {hit.line: hit.text for hit in winner.hits}
+        evidence = tuple(Evidence(n, text) for n, text in sorted(lines.items())[:MAX_EVIDENCE_LINES])
+        confidence = signature_confidence(winner.rule.priority)
+        return self._classification(
+            winner.rule.reason, "signature", winner.rule.id, confidence, evidence, scan, size, ranking.others
+        )
+
+    def _classification(
+        self,
+        reason_id: str,
+        source: str,
+        rule_id: str | None,
+        confidence: float,
+        evidence: tuple[Evidence, ...],
+        scan: ScanResult,
+        size: int,
+        others: tuple[tuple[Candidate, str], ...],
+    ) -> Classification:
+        reason = self.ruleset.taxonomy[reason_id]
+        also = tuple(
+            Rival(loser.rule.id, loser.rule.reason, loser.rule.kind, loser.rule.priority, loser.first.line, loser.first.text, why)
+            for loser, why in others
+        )
+        return Classification(
+            reason=reason.id,
+            reason_name=reason.name,
+            categories=reason.categories,
+            source=source,
+            rule_id=rule_id,
+            why=self.rules[rule_id].why if rule_id else (MODEL_WHY if source == "model" else ""),
+            confidence=confidence,
+            evidence=evidence,
+            bytes_read=size,
+            lines=scan.lines,
+            also_matched=also,
+        )

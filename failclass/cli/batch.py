@@ -1,0 +1,101 @@
+"""`failclass batch`: classify every attempt in directories and archives of logs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from failclass.cli.common import EXIT_INPUT, classifier, input_failure, options
+from failclass.errors import InputError
+from failclass.matching.taxonomy import builtin_taxonomy
+
+
+@click.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Results folder (resumed if it exists)."
+)
+@click.option(
+    "--executor",
+    "--engine",
+    "executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where logs are classified: local processes, or the workers of a Dask cluster (--engine is the old name).",
+)
+@click.option("--scheduler", help="Dask scheduler address (tcp://host:8786) for --executor dask.")
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Attempt facts and their logs.")
+@click.option("--id-pattern", help="Regex with groups job (and attempt) over a log's path, when there is no manifest.")
+@click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores")
+@click.pass_context
+def batch(
+    ctx: click.Context,
+    sources: tuple[str, ...],
+    out: Path,
+    executor: str,
+    scheduler: str | None,
+    manifest: Path | None,
+    id_pattern: str | None,
+    processes: int,
+) -> None:
+    """Classify every attempt in directories and archives (tar, zip, gz, zst) of logs;
+    SOURCES are local paths or fsspec URLs."""
+    from failclass.analytics.records import manifest_rows
+    from failclass.batch.runner import DEFAULT_ID_PATTERN, dask_executor, manifest_maps, run_batch, write_parquet
+
+    missing = [s for s in sources if "://" not in s and not Path(s).exists()]
+    if missing:
+        raise click.UsageError(f"no such source: {', '.join(missing)}")
+    if executor == "dask" and not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler ADDRESS")
+    classifier(ctx, with_model=True)  # the options are checked here, once, before any worker builds its own
+
+    facts = owners = None
+    if manifest is not None:
+        try:
+            facts, owners = manifest_maps(dict(row) for _, row in manifest_rows(manifest))
+        except InputError as exc:
+            input_failure(ctx, exc)
+            return
+    summary = run_batch(
+        list(sources),
+        out,
+        processes,
+        id_pattern or DEFAULT_ID_PATTERN,
+        facts,
+        owners,
+        options=options(ctx),
+        executor=(lambda: dask_executor(scheduler)) if executor == "dask" and scheduler else None,
+    )
+    parquet = write_parquet(out) if (out / "results.jsonl").exists() else None
+    click.echo(
+        f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs, "
+        f"{summary.bytes / 1e6:,.1f} MB in {summary.seconds} s -> {out / 'results.jsonl'}" + (f", {parquet}" if parquet else "")
+    )
+    if manifest is not None and parquet is not None:
+        click.echo(f"report: {batch_report(out)}")
+    names = builtin_taxonomy().names()
+    for reason, count in sorted(summary.reasons.items(), key=lambda item: -item[1]):
+        click.echo(f"  {names.get(reason, reason):<24}{count:>8,}")
+    for problem in summary.problems:
+        click.echo(f"problem: {problem}", err=True)
+    if summary.problems:
+        ctx.exit(EXIT_INPUT)
+
+
+def batch_report(out: Path) -> Path:
+    """report.md and report.html beside the results, from the manifest's facts."""
+    from failclass.analytics.html import to_html
+    from failclass.analytics.records import record_of
+    from failclass.analytics.report import build_report, to_markdown
+
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = [record_of(row, f"{out}/results.jsonl") for row in rows if row.get("user") and row.get("status")]
+    built = build_report(records, builtin_taxonomy())
+    (out / "report.md").write_text(to_markdown(built))
+    (out / "report.html").write_text(to_html(built, records, builtin_taxonomy()))
+    return out / "report.html"

@@ -1,0 +1,62 @@
+"""What every command shares: exit codes, the classifier options given to the group,
+and how library errors become click errors. Exit status: 0 success, 1 an input could
+not be read, 2 a usage or configuration error (click's own usage errors included)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from failclass.classifier import Classifier
+from failclass.errors import ConfigError
+from failclass.matching.rules import RuleSet
+from failclass.model.artifact import LoadedModel
+from failclass.options import ClassifierOptions
+
+EXIT_INPUT = 1
+EXIT_USAGE = 2
+
+
+class ConfigProblem(click.ClickException):
+    """Invalid rules, prefixes, taxonomy, model or policy: reported like a usage error."""
+
+    exit_code = EXIT_USAGE
+
+
+def warn(text: str) -> None:
+    click.echo(f"warning: {text}", err=True)
+
+
+def options(ctx: click.Context) -> ClassifierOptions:
+    """The classifier options given to `failclass` itself (--rules-dir, --model, ...)."""
+    found = ctx.find_object(ClassifierOptions)
+    return found if found is not None else ClassifierOptions()
+
+
+def configured(build: Callable[[], Any]) -> Any:
+    """``build()``, with a configuration error reported as exit status 2."""
+    try:
+        return build()
+    except ConfigError as exc:
+        raise ConfigProblem(str(exc)) from None
+
+
+def ruleset(ctx: click.Context) -> RuleSet:
+    return configured(options(ctx).ruleset)  # type: ignore[no-any-return]
+
+
+def classifier(ctx: click.Context, with_model: bool = False) -> Classifier:
+    """The classifier as every command builds it (the model only where it is used)."""
+    return configured(lambda: options(ctx).build(warn, with_model))  # type: ignore[no-any-return]
+
+
+def fallback(ctx: click.Context, rules: RuleSet, required: bool = False) -> LoadedModel | None:
+    return configured(lambda: options(ctx).fallback(rules, warn, required))  # type: ignore[no-any-return]
+
+
+def input_failure(ctx: click.Context, problem: Exception) -> None:
+    """An input that cannot be read: said on stderr, exit status 1."""
+    click.echo(f"error: {problem}", err=True)
+    ctx.exit(EXIT_INPUT)

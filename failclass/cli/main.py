@@ -1,0 +1,52 @@
+"""The `failclass` command: its global options and every command group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from failclass import __version__
+from failclass.cli.analytics import report, simulate
+from failclass.cli.batch import batch
+from failclass.cli.classify import classify
+from failclass.cli.hook import hook
+from failclass.cli.model import evaluate_command, label, train
+from failclass.cli.rules import rules
+from failclass.cli.serve import db, serve, token
+from failclass.options import ClassifierOptions
+
+
+@click.group()
+@click.version_option(__version__, prog_name="failclass")
+@click.option(
+    "--rules-dir",
+    "rules_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="An extra folder of rule files, loaded after the built-in ones (repeatable; also FAILCLASS_RULES_DIR).",
+)
+@click.option(
+    "--model",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The fallback model (a .joblib with its .json); default the built-in one, or FAILCLASS_MODEL.",
+)
+@click.option("--no-model", is_flag=True, help="Rules only: do not load the fallback model.")
+@click.option(
+    "--model-threshold",
+    type=click.FloatRange(0, 1),
+    help="Answer with the model from this confidence on (default: the threshold chosen by `train`).",
+)
+@click.pass_context
+def main(
+    ctx: click.Context, rules_dirs: tuple[Path, ...], model: Path | None, no_model: bool, model_threshold: float | None
+) -> None:
+    """failclass: name why a GPU training attempt failed, from its logs."""
+    ctx.obj = ClassifierOptions(tuple(rules_dirs), model, no_model, model_threshold)
+
+
+for command in (classify, rules, train, evaluate_command, label, report, simulate, batch, serve, db, token, hook):
+    main.add_command(command)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""`failclass train`, `evaluate` and `label`: the fallback model and its corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from failclass.classifier import Classifier
+from failclass.cli.common import configured, fallback, input_failure, ruleset
+from failclass.errors import ConfigError, InputError
+from failclass.model.artifact import configured_path
+from failclass.model.corpus import MANIFEST, read_manifest, scan_labels
+from failclass.model.labels import add_label, labels_dir
+
+labels_dir_option = click.option(
+    "--labels-dir",
+    "labels_dir_",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Operators' labels (default corpora/labels in a checkout, or FAILCLASS_LABELS_DIR).",
+)
+manifest_option = click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=MANIFEST,
+    show_default=True,
+    help="The labelled corpus (corpora/manifest.jsonl of a checkout).",
+)
+
+
+@click.command()
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the model (default: the built-in failclass/data/models/fallback.joblib, or FAILCLASS_MODEL).",
+)
+@manifest_option
+@labels_dir_option
+def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
+    """Fit the fallback model on the corpus's training side and operators' labels."""
+    from failclass.model.training import train as fit  # scikit-learn's model selection loads only here
+
+    out = out or configured_path()[0]
+    corpus = configured(lambda: read_manifest(manifest))
+    labels = list(scan_labels(labels_dir_ or labels_dir()))
+    metadata = fit(corpus, labels, out)
+    chosen = next(p for p in metadata["threshold_choice"]["curve"] if p["threshold"] == metadata["threshold"])
+    click.echo(
+        f"trained on {metadata['trained_on']['logs']} logs ({len(labels)} operator labels), "
+        f"{len(metadata['classes'])} classes, in {metadata['fit_seconds']} s\n"
+        f"threshold {metadata['threshold']}: cross-validated precision {chosen['precision']:.3f}, "
+        f"answers {chosen['coverage']:.1%} of failed logs\n"
+        f"wrote {out} and {out.with_suffix('.json')}"
+    )
+
+
+@click.command("evaluate")
+@click.option("--split", type=click.Choice(["test", "train", "holdout"]), default="test", show_default=True)
+@manifest_option
+@click.option("--json", "as_json", is_flag=True, help="Every figure, the confusion matrix included, as JSON.")
+@click.pass_context
+def evaluate_command(ctx: click.Context, split: str, manifest: Path, as_json: bool) -> None:
+    """Rules alone versus rules plus the model on one side of the corpus."""
+    from failclass.model.evaluation import evaluate, render  # scikit-learn's metrics load only here
+
+    rules = ruleset(ctx)
+    model = fallback(ctx, rules, required=True)
+    result = configured(lambda: evaluate(read_manifest(manifest), Classifier(rules), Classifier(rules, model=model), split))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        click.echo(render(result, rules.taxonomy.names()))
+
+
+@click.command()
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("reason")
+@click.option("--note", default="", help="Why: kept beside the label.")
+@labels_dir_option
+@click.pass_context
+def label(ctx: click.Context, log: Path, reason: str, note: str, labels_dir_: Path | None) -> None:
+    """Correct the reason of LOG; the next `failclass train` learns it."""
+    taxonomy = ruleset(ctx).taxonomy
+    try:
+        stored = add_label(log, reason, set(taxonomy.reasons), labels_dir_ or labels_dir(), note)
+    except InputError as exc:
+        input_failure(ctx, exc)
+        return
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="REASON") from None
+    click.echo(f"labelled {log} as {taxonomy[reason].name}: kept as {stored}; `failclass train` will learn it")

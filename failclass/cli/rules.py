@@ -1,0 +1,97 @@
+"""`failclass rules ...`: list, scaffold, test and lint the signature rules."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from failclass.cli.common import EXIT_INPUT, classifier, ruleset
+from failclass.matching.lint import lint
+from failclass.matching.rules import Rule
+from failclass.matching.ruletest import run_examples
+from failclass.matching.scaffold import new_rule
+from failclass.matching.taxonomy import BUILTIN_DIR, builtin_taxonomy
+
+
+@click.group()
+def rules() -> None:
+    """List, test and lint the signature rules."""
+
+
+def rule_dict(rule: Rule) -> dict[str, Any]:
+    return {
+        "id": rule.id,
+        "reason": rule.reason,
+        "kind": rule.kind,
+        "priority": rule.priority,
+        "patterns": list(rule.patterns),
+        "ignore_case": rule.ignore_case,
+        "description": rule.description,
+        "file": rule.path,
+    }
+
+
+@rules.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per rule, one per line.")
+@click.option("--reason", help="Only the rules of this reason id.")
+@click.pass_context
+def rules_list(ctx: click.Context, as_json: bool, reason: str | None) -> None:
+    """Every rule with its reason, kind, priority and patterns."""
+    loaded = ruleset(ctx)
+    if reason and reason not in loaded.taxonomy:
+        raise click.BadParameter(f"unknown reason {reason!r}", param_hint="--reason")
+    selected = [r for r in loaded.rules if reason in (None, r.reason)]
+    for rule in selected:
+        if as_json:
+            click.echo(json.dumps(rule_dict(rule), ensure_ascii=False))
+        else:
+            click.echo(f"{rule.id:<52} {rule.kind:<8} {rule.priority:>3}  {rule.description}")
+    if not as_json:
+        per_reason = Counter(r.reason for r in selected)
+        click.echo(f"\n{len(selected)} rules over {len(per_reason)} reasons")
+
+
+@rules.command("new")
+@click.argument("reason")
+@click.argument("slug")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=BUILTIN_DIR, show_default=True)
+def rules_new(reason: str, slug: str, folder: Path) -> None:
+    """Append a rule skeleton for REASON to its file; fill in a real example before it loads."""
+    try:
+        path = new_rule(folder, builtin_taxonomy(), reason, slug)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"added {reason}.{slug} to {path}: fill in its pattern, description and a real example with its source")
+
+
+@rules.command("test")
+@click.pass_context
+def rules_test(ctx: click.Context) -> None:
+    """Run every rule's examples through the real engine."""
+    chosen = classifier(ctx)
+    count, failures = run_examples(chosen)
+    for failure in failures:
+        click.echo(f"FAIL {failure}")
+    click.echo(f"{len(chosen.ruleset.rules)} rules, {count} examples, {len(failures)} failures")
+    if failures:
+        ctx.exit(EXIT_INPUT)
+
+
+@rules.command("lint")
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.pass_context
+def rules_lint(ctx: click.Context, strict: bool) -> None:
+    """Catch dangerous, too-broad or overlapping patterns."""
+    chosen = classifier(ctx)
+    findings = lint(chosen.ruleset, chosen.engine)
+    for finding in findings:
+        click.echo(str(finding))
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = len(findings) - errors
+    click.echo(f"{len(chosen.ruleset.rules)} rules: {errors} errors, {warnings} warnings")
+    if errors or (strict and warnings):
+        ctx.exit(EXIT_INPUT)

@@ -1,0 +1,86 @@
+"""`failclass serve`, `db upgrade` and `token create`: the HTTP service and its state."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from failclass.cli.common import options
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))
+@click.option("--database-url", help="SQLAlchemy URL (default: a SQLite file in ~/.local/share/failclass).")
+@click.option("--tokens-file", type=click.Path(dir_okay=False, path_type=Path), help="API tokens; without one, no auth.")
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Policy overrides.")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    workers: int,
+    database_url: str | None,
+    tokens_file: Path | None,
+    policy_file: Path | None,
+) -> None:
+    """Run the HTTP service (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    chosen = options(ctx)
+    settings = {
+        "FAILCLASS_DATABASE_URL": database_url,
+        "FAILCLASS_TOKENS_FILE": str(tokens_file) if tokens_file else None,
+        "FAILCLASS_POLICY_FILE": str(policy_file) if policy_file else None,
+        "FAILCLASS_MODEL": str(chosen.model) if chosen.model else None,
+        "FAILCLASS_NO_MODEL": "true" if chosen.no_model else None,
+        "FAILCLASS_MODEL_THRESHOLD": str(chosen.threshold) if chosen.threshold is not None else None,
+        "FAILCLASS_RULES_DIR": os.pathsep.join([os.environ.get("FAILCLASS_RULES_DIR", ""), *map(str, chosen.rules_dirs)]).strip(
+            os.pathsep
+        )
+        or None,
+    }
+    os.environ.update({k: v for k, v in settings.items() if v is not None})
+    if tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: no --tokens-file: anyone who reaches {host}:{port} can read and write", err=True)
+    uvicorn.run("failclass.service.app:app_from_environment", factory=True, host=host, port=port, workers=workers)
+
+
+@click.group()
+def db() -> None:
+    """The service's database."""
+
+
+@db.command("upgrade")
+@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="SQLAlchemy URL (default: the service's SQLite file).")
+def db_upgrade(database_url: str | None) -> None:
+    """Apply the schema migrations (the service also does at start)."""
+    from failclass.store.migrate import current, upgrade
+    from failclass.store.repository import default_database_url, make_engine
+
+    engine = make_engine(database_url or default_database_url())
+    upgrade(engine)
+    click.echo(f"{engine.url.render_as_string(hide_password=True)}: schema at revision {current(engine)}")
+
+
+@click.group()
+def token() -> None:
+    """API tokens for the service."""
+
+
+@token.command("create")
+@click.argument("name")
+@click.option("--scopes", default="read", show_default=True, help="Comma-separated: read, write.")
+@click.option("--file", "path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The tokens file.")
+def token_create(name: str, scopes: str, path: Path) -> None:
+    """Create a token; it is printed once, only its SHA-256 is kept."""
+    from failclass.service.auth import create_token
+
+    try:
+        secret = create_token(path, name, [s.strip() for s in scopes.split(",") if s.strip()])
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(secret)

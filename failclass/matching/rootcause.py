@@ -1,0 +1,56 @@
+"""Root cause over consequence: order the rules that matched and say why the others lost.
+
+The winner has the highest priority; among equals, the earliest first match (a cascade
+follows its cause); then the rule id, so the answer never depends on load order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from failclass.matching.matcher import Hit
+from failclass.matching.rules import Rule
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A rule that matched, with its hits in log order."""
+
+    rule: Rule
+    hits: tuple[Hit, ...]
+
+    @property
+    def first(self) -> Hit:
+        return self.hits[0]
+
+    def order_key(self) -> tuple[int, int, str]:
+        return (-self.rule.priority, self.first.offset, self.rule.id)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    winner: Candidate | None
+    others: tuple[tuple[Candidate, str], ...]
+
+
+def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
+    grouped: dict[str, list[Hit]] = {}
+    for hit in hits:
+        grouped.setdefault(hit.rule_id, []).append(hit)
+    return [Candidate(rules[rule_id], tuple(sorted(group, key=lambda h: h.offset))) for rule_id, group in grouped.items()]
+
+
+def why_lost(loser: Candidate, winner: Candidate) -> str:
+    if loser.rule.priority < winner.rule.priority:
+        return f"priority {loser.rule.priority} < {winner.rule.priority} of {winner.rule.id}"
+    if loser.first.offset > winner.first.offset:
+        return f"same priority {loser.rule.priority}; first matched at line {loser.first.line}, after line {winner.first.line} of {winner.rule.id}"
+    return f"same priority and position as {winner.rule.id}; rule ids break the tie"
+
+
+def rank(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> Ranking:
+    ordered = sorted(candidates(hits, rules), key=Candidate.order_key)
+    if not ordered:
+        return Ranking(None, ())
+    winner = ordered[0]
+    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]))

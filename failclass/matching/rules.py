@@ -1,0 +1,219 @@
+"""Rule model and loader: signatures/<reason>.yaml files -> validated Rule objects.
+
+Built-in rules and an operator's extra folders go through the same loader; a broken
+rule stops the load with its file, rule id and field named (never skipped silently).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from failclass.errors import RuleError
+from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
+from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxonomy
+from failclass.yamlload import SafeLoader
+
+KINDS = ("explicit", "implicit")
+DEFAULT_PRIORITY = {"explicit": 50, "implicit": 10}
+RULE_ID = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
+SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
+RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    source: str | None
+    classify_as: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    reason: str
+    kind: str
+    priority: int
+    description: str
+    why: str
+    patterns: tuple[str, ...]
+    ignore_case: bool
+    positives: tuple[Example, ...]
+    negatives: tuple[Example, ...]
+    path: str
+
+
+@dataclass(frozen=True, eq=False)
+class RuleSet:
+    """Every loaded rule, with the prefixes and taxonomy their patterns rely on."""
+
+    rules: tuple[Rule, ...]
+    prefixes: tuple[Prefix, ...]
+    taxonomy: Taxonomy
+
+    def expanded(self, pattern: str) -> str:
+        """The pattern as the engine compiles it (see patterns.expand)."""
+        return expand(pattern, self.line_start)
+
+    @cached_property
+    def line_start(self) -> str:
+        return line_start(self.prefixes)
+
+    def by_id(self) -> dict[str, Rule]:
+        return {rule.id: rule for rule in self.rules}
+
+    def consequence_reasons(self) -> frozenset[str]:
+        """Reasons named only by implicit rules (consequences, such as a bare traceback)."""
+        explicit = {rule.reason for rule in self.rules if rule.kind == "explicit"}
+        return frozenset(rule.reason for rule in self.rules) - explicit
+
+
+def _text(value: Any, path: str, rule_id: str | None, field: str, required: bool = True) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise RuleError(path, rule_id, field, "must be a non-empty string")
+    return value
+
+
+def _examples(raw: Any, path: str, rule_id: str, field: str, taxonomy: Taxonomy) -> tuple[Example, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise RuleError(path, rule_id, field, "must be a list of {text, source}")
+    examples = []
+    for index, item in enumerate(raw):
+        where = f"{field}[{index}]"
+        if not isinstance(item, dict):
+            raise RuleError(path, rule_id, where, "must be a mapping with text and source")
+        unknown = set(item) - {"text", "source", "classify_as"}
+        if unknown:
+            raise RuleError(path, rule_id, where, f"unknown keys {sorted(unknown)}")
+        text = _text(item.get("text"), path, rule_id, f"{where}.text")
+        source = item.get("source")
+        if source is not None and not (isinstance(source, str) and SOURCE.fullmatch(source.strip())):
+            raise RuleError(path, rule_id, f"{where}.source", "must be a URL or scenario:<name>")
+        classify_as = item.get("classify_as")
+        if classify_as is not None and classify_as not in taxonomy:
+            raise RuleError(path, rule_id, f"{where}.classify_as", f"unknown reason {classify_as!r}")
+        examples.append(Example(text, source.strip() if source else None, classify_as))
+    return tuple(examples)
+
+
+def _patterns(raw: Any, path: str, rule_id: str, ignore_case: bool) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise RuleError(path, rule_id, "patterns", "must be a non-empty list of regexes")
+    flags = re.IGNORECASE if ignore_case else 0
+    for index, pattern in enumerate(raw):
+        field = f"patterns[{index}]"
+        _text(pattern, path, rule_id, field)
+        try:
+            # bytes: the engine matches bytes, so '.' is one byte, as Hyperscan sees it; the
+            # prefixes that a leading '^' stands for are checked once, in load_prefixes
+            re.compile(pattern.encode("utf-8"), flags | re.MULTILINE)
+        except re.error as exc:
+            raise RuleError(path, rule_id, field, f"does not compile: {exc}") from exc
+    return tuple(raw)
+
+
+RULE_KEYS = {"id", "kind", "priority", "description", "why", "patterns", "ignore_case", "examples"}
+
+
+def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
+    """Validate one rule mapping of a rule file."""
+    if not isinstance(entry, dict):
+        raise RuleError(path, None, "rules", "every rule must be a mapping")
+    rule_id = entry.get("id")
+    if not isinstance(rule_id, str) or not RULE_ID.fullmatch(rule_id):
+        raise RuleError(path, str(rule_id), "id", "must look like <reason>.<slug> ([a-z0-9_])")
+    if rule_id.split(".")[0] != reason:
+        raise RuleError(path, rule_id, "id", f"must start with the file's reason '{reason}.'")
+    unknown = set(entry) - RULE_KEYS
+    if unknown:
+        raise RuleError(path, rule_id, None, f"unknown keys {sorted(unknown)}")
+    kind = entry.get("kind")
+    if kind not in KINDS:
+        raise RuleError(path, rule_id, "kind", f"must be one of {KINDS}")
+    priority = entry.get("priority", DEFAULT_PRIORITY[kind])
+    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 100:
+        raise RuleError(path, rule_id, "priority", "must be an integer from 0 to 100")
+    ignore_case = entry.get("ignore_case", False)
+    if not isinstance(ignore_case, bool):
+        raise RuleError(path, rule_id, "ignore_case", "must be true or false")
+    examples = entry.get("examples") or {}
+    if not isinstance(examples, dict) or set(examples) - {"positive", "negative"}:
+        raise RuleError(path, rule_id, "examples", "must be a mapping with positive and negative lists")
+    positives = _examples(examples.get("positive"), path, rule_id, "examples.positive", taxonomy)
+    if not positives:
+        raise RuleError(path, rule_id, "examples.positive", "needs at least one real example")
+    missing = [i for i, example in enumerate(positives) if not example.source]
+    if missing:
+        raise RuleError(path, rule_id, f"examples.positive[{missing[0]}].source", "a positive example needs its source")
+    return Rule(
+        id=rule_id,
+        reason=reason,
+        kind=kind,
+        priority=priority,
+        description=_text(entry.get("description"), path, rule_id, "description"),
+        why=_text(entry.get("why"), path, rule_id, "why", required=False),
+        patterns=_patterns(entry.get("patterns"), path, rule_id, ignore_case),
+        ignore_case=ignore_case,
+        positives=positives,
+        negatives=_examples(examples.get("negative"), path, rule_id, "examples.negative", taxonomy),
+        path=path,
+    )
+
+
+def load_rule_file(path: Path, taxonomy: Taxonomy) -> list[Rule]:
+    """Load one <reason>.yaml file."""
+    name = str(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RuleError(name, None, None, f"cannot read: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RuleError(name, None, None, "must be a mapping with 'reason' and 'rules'")
+    reason = data.get("reason")
+    if reason not in taxonomy or reason == NO_SIGNATURE:
+        raise RuleError(name, None, "reason", f"unknown reason {reason!r}")
+    if path.stem != reason:
+        raise RuleError(name, None, "reason", f"file must be named {reason}.yaml")
+    rules = data.get("rules")
+    if not isinstance(rules, list) or not rules:
+        raise RuleError(name, None, "rules", "must be a non-empty list")
+    return [parse_rule(entry, reason, name, taxonomy) for entry in rules]
+
+
+def rule_files(directory: Path) -> list[Path]:
+    """The rule files of a folder: every *.yaml except the taxonomy and prefixes."""
+    if not directory.is_dir():
+        raise RuleError(str(directory), None, None, "rules folder does not exist")
+    reserved = {"taxonomy.yaml", "prefixes.yaml"}
+    return sorted(p for p in directory.glob("*.yaml") if p.name not in reserved)
+
+
+def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet:
+    """Load the built-in rules and any extra folders; ids must be unique across all."""
+    taxonomy = builtin_taxonomy()
+    prefixes = load_prefixes(BUILTIN_DIR / "prefixes.yaml")
+    dirs = ([BUILTIN_DIR] if builtin else []) + [Path(d) for d in extra_dirs]
+    dirs += [Path(d) for d in os.environ.get(RULES_DIR_ENV, "").split(os.pathsep) if d]
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for directory in dirs:
+        for path in rule_files(directory):
+            for rule in load_rule_file(path, taxonomy):
+                if rule.id in seen:
+                    raise RuleError(rule.path, rule.id, "id", f"duplicate of a rule in {seen[rule.id]}")
+                seen[rule.id] = rule.path
+                rules.append(rule)
+    return RuleSet(tuple(rules), prefixes, taxonomy)

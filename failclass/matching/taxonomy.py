@@ -1,0 +1,66 @@
+"""Failure reasons and their categories, loaded from signatures/taxonomy.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from failclass.errors import ConfigError
+from failclass.resources import SIGNATURES
+from failclass.yamlload import SafeLoader
+
+BUILTIN_DIR = SIGNATURES
+NO_SIGNATURE = "no_signature"
+
+
+@dataclass(frozen=True)
+class Reason:
+    id: str
+    name: str
+    categories: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    reasons: dict[str, Reason]
+    categories: dict[str, str]
+
+    def __getitem__(self, reason_id: str) -> Reason:
+        return self.reasons[reason_id]
+
+    def __contains__(self, reason_id: object) -> bool:
+        return reason_id in self.reasons
+
+    def names(self) -> dict[str, str]:
+        """Reason id -> its name in Table 7."""
+        return {r.id: r.name for r in self.reasons.values()}
+
+
+def load_taxonomy(path: Path) -> Taxonomy:
+    """Read and check a taxonomy file: unique ids, known categories."""
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read taxonomy: {exc}") from exc
+    categories = dict(data.get("categories") or {})
+    reasons: dict[str, Reason] = {}
+    for entry in data.get("reasons") or []:
+        rid = entry.get("id")
+        if not rid or rid in reasons:
+            raise ConfigError(f"{path}: missing or duplicate reason id {rid!r}")
+        cats = tuple(entry.get("categories") or ())
+        unknown = [c for c in cats if c not in categories]
+        if unknown:
+            raise ConfigError(f"{path}: reason {rid}: unknown categories {unknown}")
+        reasons[rid] = Reason(rid, str(entry.get("name") or rid), cats)
+    if NO_SIGNATURE not in reasons:
+        raise ConfigError(f"{path}: the taxonomy must define {NO_SIGNATURE!r}")
+    return Taxonomy(reasons, categories)
+
+
+@cache
+def builtin_taxonomy() -> Taxonomy:
+    return load_taxonomy(BUILTIN_DIR / "taxonomy.yaml")

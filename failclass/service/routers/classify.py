@@ -1,0 +1,43 @@
+"""POST /v1/classify: a log in, the classify contract object out (nothing stored)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
+
+from failclass.service.deps import ClassifierDep, MetricsDep, Reader
+from failclass.service.schemas import ClassifyIn
+
+router = APIRouter(prefix="/v1", tags=["classify"])
+RAW_TYPES = ("", "text/plain", "application/octet-stream")
+BODY_DOC = {
+    "requestBody": {
+        "content": {
+            "text/plain": {"schema": {"type": "string"}},
+            "application/json": {"schema": ClassifyIn.model_json_schema()},
+        },
+        "required": True,
+    }
+}
+
+
+@router.post("/classify", openapi_extra=BODY_DOC)
+async def classify(request: Request, classifier: ClassifierDep, metrics: MetricsDep, _: Reader) -> dict[str, Any]:
+    """Classify a log given as the raw body (any bytes) or as JSON {"log": "..."}."""
+    body = await request.body()
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json":
+        try:
+            data: bytes | str = ClassifyIn.model_validate_json(body).log
+        except ValidationError as exc:
+            raise HTTPException(422, f'expected {{"log": "..."}}: {exc.errors()[0]["msg"]}') from None
+    elif kind in RAW_TYPES:
+        data = body
+    else:
+        raise HTTPException(415, f"send the log as text/plain, application/octet-stream or JSON, not {kind}")
+    result = await run_in_threadpool(classifier.classify_bytes, data)
+    metrics.classifications.labels(result.reason, result.source).inc()
+    return result.to_dict()

@@ -1,0 +1,26 @@
+"""POST /v1/labels: an operator's correction, kept for the next `failclass train`."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException
+
+from failclass.errors import ConfigError, InputError
+from failclass.model.labels import add_text_label, labels_dir
+from failclass.service.deps import ClassifierDep, SettingsDep, StoreDep, Writer
+from failclass.service.schemas import LabelIn, LabelOut
+
+router = APIRouter(prefix="/v1", tags=["labels"])
+
+
+@router.post("/labels", status_code=201, response_model=LabelOut)
+def label(body: LabelIn, store: StoreDep, classifier: ClassifierDep, settings: SettingsDep, who: Writer) -> LabelOut:
+    known = set(classifier.ruleset.taxonomy.reasons)
+    try:
+        stored = add_text_label(body.log, body.reason, known, settings.labels_dir or labels_dir(), body.note, who or "anonymous")
+    except (ConfigError, InputError) as exc:
+        raise HTTPException(422, str(exc)) from None
+    try:
+        label_id = store.add_label(body.attempt_id, body.reason, str(stored), body.note, who or "anonymous")
+    except KeyError:
+        raise HTTPException(404, f"no attempt {body.attempt_id}") from None
+    return LabelOut(id=label_id, reason=body.reason, stored_as=str(stored))

@@ -1,0 +1,71 @@
+"""The database: engines, sessions, and transactions that hold advisory locks.
+
+Concurrency: on PostgreSQL, a transaction first takes advisory locks on its keys (the
+job, the user, the input paths; in sorted order: no deadlock), so that two reports about
+one job or one user are decided one after the other and every attempt is counted exactly
+once (the unique (job, attempt) and idempotency-key constraints back this up). SQLite
+serialises writers itself; within one process a lock keeps the read-decide-write
+sequence whole.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, make_url, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from failclass.resources import user_data_dir
+from failclass.store.migrate import upgrade
+
+
+def default_database_url() -> str:
+    """The embedded default: a SQLite file in the user's data folder."""
+    return f"sqlite:///{user_data_dir() / 'failclass.db'}"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; a SQLite file's folder is created when missing."""
+    if url.startswith("sqlite"):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        return create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+class Database:
+    """Sessions over one engine, and serialised transactions."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sessions = sessionmaker(engine, expire_on_commit=False)
+        self.postgres = engine.dialect.name == "postgresql"
+        self._local_lock = threading.Lock()
+
+    def ping(self) -> None:
+        """Raise if the database does not answer."""
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
+    @contextmanager
+    def serialised(self, keys: Sequence[str]) -> Iterator[Session]:
+        """A transaction that holds the locks of ``keys`` until it ends."""
+        with self.sessions() as session, session.begin():
+            if self.postgres:
+                for key in sorted(set(keys)):
+                    session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key})
+                yield session
+            else:
+                with self._local_lock:
+                    yield session
+
+
+def open_engine(url: str, migrate: bool = True) -> Engine:
+    engine = make_engine(url)
+    if migrate:
+        upgrade(engine)
+    return engine

@@ -1,1 +1,0 @@
-"""The failclass HTTP service: a FastAPI app built by ``service.app.create_app``."""
