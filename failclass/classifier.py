@@ -10,7 +10,7 @@ from typing import Any
 from failclass.logs.facts import Progress, progress_of
 from failclass.logs.region import region_indices, segment
 from failclass.logs.text import EVIDENCE_CHARS, BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
-from failclass.matching.matcher import Engine, ScanResult
+from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
 from failclass.matching.rules import RuleSet, load_rules
 from failclass.matching.taxonomy import NO_SIGNATURE
@@ -116,7 +116,7 @@ class Classifier:
         self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
     ) -> None:
         self.ruleset = ruleset or load_rules(extra_rule_dirs)
-        self.engine = Engine(self.ruleset)
+        self.matcher = Matcher(self.ruleset)
         self.rules = self.ruleset.by_id()
         self.model = model
         self.consequences = self.ruleset.consequence_reasons()
@@ -166,7 +166,7 @@ class Classifier:
         return Examination(result, progress_of(text for _, text in tail.numbered_lines(result.lines)))
 
     def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
-        scan = self.engine.scan(tail.watch(reader))
+        scan = self.matcher.scan(tail.watch(reader))
         ranking = rank(scan.hits, self.rules)
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit":

@@ -24,19 +24,18 @@ import json
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from failclass.adapters.protocol import Answer, Decide, Finished, handle_finished
 from failclass.attempts import Attempt
 
 ANNOTATION = "failclass.io/"
 HANDLED = ANNOTATION + "handled"
 JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
-
-Decide = Callable[[Attempt, list[Path]], dict[str, Any]]
 
 
 class Api(Protocol):
@@ -138,31 +137,52 @@ def job_patches(decision: dict[str, Any], job: dict[str, Any]) -> list[dict[str,
     return [note]
 
 
+class KubernetesJobs:
+    """The adapter over the API: failed pods of Jobs in, patches of their Jobs out."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.jobs: dict[str, tuple[str, dict[str, Any]]] = {}  # handle -> the pod's Job (name, object), read this pass
+
+    def finished(self, workdir: Path) -> Iterator[Finished]:
+        for pod in self.api.failed_pods():
+            meta = pod["metadata"]
+            name = job_name(pod)
+            if name is None or meta.get("annotations", {}).get(HANDLED):
+                continue
+            namespace = meta.get("namespace", "default")
+            job = self.api.job(namespace, name)
+            logs = []
+            for container, _ in terminated(pod):
+                path = workdir / f"{meta['name']}.{container}.log"
+                path.write_text(self.api.log(pod, container) + "\n" + status_lines(pod) + "\n")
+                logs.append(path)
+            if logs:
+                handle = f"{namespace}/{meta['name']}"
+                self.jobs[handle] = name, job
+                yield Finished(attempt_from_pod(pod, job, tuple(str(p) for p in logs)), logs, handle)
+
+    def act(self, finished: Finished, answer: Answer) -> list[str]:
+        namespace, pod = finished.handle.split("/", 1)
+        name, job = self.jobs.pop(finished.handle)
+        patches = job_patches(answer, job)
+        for patch in patches:
+            self.api.patch("job", namespace, name, patch)
+        self.api.patch("pod", namespace, pod, {"metadata": {"annotations": {HANDLED: answer["action"]}}})
+        return [json.dumps(patch) for patch in patches]
+
+
 def run_once(api: Api, decide: Decide, workdir: Path) -> list[dict[str, Any]]:
     """One pass over the failed pods not handled yet; returns what was done."""
-    done = []
-    for pod in api.failed_pods():
-        meta = pod["metadata"]
-        name = job_name(pod)
-        if name is None or meta.get("annotations", {}).get(HANDLED):
-            continue
-        job = api.job(meta.get("namespace", "default"), name)
-        logs = []
-        for container, _ in terminated(pod):
-            path = workdir / f"{meta['name']}.{container}.log"
-            path.write_text(api.log(pod, container) + "\n" + status_lines(pod) + "\n")
-            logs.append(path)
-        if not logs:
-            continue
-        decision = decide(attempt_from_pod(pod, job, tuple(str(p) for p in logs)), logs)
-        patches = job_patches(decision, job)
-        for patch in patches:
-            api.patch("job", meta.get("namespace", "default"), name, patch)
-        api.patch(
-            "pod", meta.get("namespace", "default"), meta["name"], {"metadata": {"annotations": {HANDLED: decision["action"]}}}
-        )
-        done.append({"pod": meta["name"], "job": name, "action": decision["action"], "patches": patches})
-    return done
+    return [
+        {
+            "pod": handled.finished.handle.split("/", 1)[1],
+            "job": handled.finished.attempt.job_id.split("/", 1)[1],
+            "action": handled.answer["action"],
+            "patches": [json.loads(line) for line in handled.done],
+        }
+        for handled in handle_finished(KubernetesJobs(api), decide, workdir)
+    ]
 
 
 class KubectlApi:

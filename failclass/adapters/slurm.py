@@ -24,11 +24,12 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from failclass.adapters.protocol import Answer, Decide, Finished, handle_finished
 from failclass.attempts import Attempt
 
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -138,24 +139,37 @@ class Scontrol:
         return [" ".join(shlex.quote(part) for part in ["scontrol", *c]) for c in commands]
 
 
-def epilog(decide: Any, env: Mapping[str, str] = os.environ, scontrol: Scontrol | None = None) -> int:
+class SlurmEpilog:
+    """The adapter as EpilogSlurmctld runs it: one job, the one in its environment."""
+
+    def __init__(self, job_id: str, env: Mapping[str, str], scontrol: Scontrol) -> None:
+        self.job_id, self.env, self.scontrol = job_id, env, scontrol
+
+    def finished(self, workdir: Path) -> Iterator[Finished]:
+        job = self.scontrol.show_job(self.job_id)
+        attempt = attempt_from_job(job, self.env, declared_inputs(self.scontrol.batch_script(self.job_id)))
+        logs = [Path(p) for p in attempt.logs if Path(p).is_file()]
+        if not logs:
+            print(f"job {self.job_id}: no readable log among {attempt.logs}; nothing to classify", file=sys.stderr)
+            return
+        yield Finished(attempt, logs, self.job_id)
+
+    def act(self, finished: Finished, answer: Answer) -> list[str]:
+        return self.scontrol.act(finished.handle, answer, self.env.get(NO_RETRY_ENV, "special-exit"))
+
+
+def epilog(decide: Decide, env: Mapping[str, str] = os.environ, scontrol: Scontrol | None = None) -> int:
     """The EpilogSlurmctld side; ``decide(attempt, logs)`` is the hook's backend."""
-    scontrol = scontrol or Scontrol()
     job_id = env.get("SLURM_JOB_ID")
     if not job_id:
         print("failclass slurm-epilog: no SLURM_JOB_ID: not run by Slurm?", file=sys.stderr)
         return 2
-    job = scontrol.show_job(job_id)
-    attempt = attempt_from_job(job, env, declared_inputs(scontrol.batch_script(job_id)))
-    logs = [Path(p) for p in attempt.logs if Path(p).is_file()]
-    if not logs:
-        print(f"job {job_id}: no readable log among {attempt.logs}; nothing to classify", file=sys.stderr)
-        return 0
-    answer = decide(attempt, logs)
-    if attempt.status == "passed":  # recorded (for the reports), nothing to decide
-        print(f"job {job_id} attempt {attempt.attempt}: ended well, recorded")
-        return 0
-    for command in scontrol.act(job_id, answer, env.get(NO_RETRY_ENV, "special-exit")):
-        print(command)
-    print(f"job {job_id} attempt {attempt.attempt}: {comment_for(answer)}")
+    for handled in handle_finished(SlurmEpilog(job_id, env, scontrol or Scontrol()), decide, Path.cwd()):
+        attempt = handled.finished.attempt
+        if attempt.status == "passed":  # recorded (for the reports), nothing to decide
+            print(f"job {job_id} attempt {attempt.attempt}: ended well, recorded")
+            continue
+        for command in handled.done:
+            print(command)
+        print(f"job {job_id} attempt {attempt.attempt}: {comment_for(handled.answer)}")
     return 0

@@ -87,7 +87,7 @@ def rules_test(ctx: click.Context) -> None:
 def rules_lint(ctx: click.Context, strict: bool) -> None:
     """Catch dangerous, too-broad or overlapping patterns."""
     chosen = classifier(ctx)
-    findings = lint(chosen.ruleset, chosen.engine)
+    findings = lint(chosen.ruleset, chosen.matcher)
     for finding in findings:
         click.echo(str(finding))
     errors = sum(f.severity == "error" for f in findings)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from failclass.logs.text import blocks_of_text
-from failclass.matching.matcher import Engine
+from failclass.matching.matcher import Matcher
 from failclass.matching.rules import Rule, RuleSet
 
 MIN_LITERAL = 3
@@ -90,7 +90,7 @@ def lint_pattern(rule: Rule, index: int, pattern: str) -> Iterator[Finding]:
         yield Finding("warning", rule.id, rule.path, f"{where} uses \\s or \\n, which can match across lines; use [ \\t]")
 
 
-def overlaps(ruleset: RuleSet, engine: Engine) -> Iterator[Finding]:
+def overlaps(ruleset: RuleSet, matcher: Matcher) -> Iterator[Finding]:
     """A rule of another reason, of equal or higher priority, matching a rule's own
     positive example: the example would be won by the other rule unless it says so."""
     rules = ruleset.by_id()
@@ -98,7 +98,7 @@ def overlaps(ruleset: RuleSet, engine: Engine) -> Iterator[Finding]:
         for number, example in enumerate(rule.positives):
             if example.classify_as:
                 continue
-            matched = {hit.rule_id for hit in engine.scan(blocks_of_text(example.text)).hits}
+            matched = {hit.rule_id for hit in matcher.scan(blocks_of_text(example.text)).hits}
             for other_id in sorted(matched - {rule.id}):
                 other = rules[other_id]
                 if other.reason != rule.reason and other.priority >= rule.priority:
@@ -110,7 +110,7 @@ def overlaps(ruleset: RuleSet, engine: Engine) -> Iterator[Finding]:
                     )
 
 
-def lint(ruleset: RuleSet, engine: Engine) -> list[Finding]:
+def lint(ruleset: RuleSet, matcher: Matcher) -> list[Finding]:
     """Every finding over a rule set: per-pattern dangers, duplicates and overlaps."""
     findings: list[Finding] = []
     owners: dict[tuple[str, bool], str] = {}
@@ -121,5 +121,5 @@ def lint(ruleset: RuleSet, engine: Engine) -> list[Finding]:
             if key in owners and owners[key] != rule.id:
                 findings.append(Finding("error", rule.id, rule.path, f"patterns[{index}] duplicates a pattern of {owners[key]}"))
             owners.setdefault(key, rule.id)
-    findings.extend(overlaps(ruleset, engine))
+    findings.extend(overlaps(ruleset, matcher))
     return findings

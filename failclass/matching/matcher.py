@@ -164,9 +164,9 @@ def line_pieces(blocks: Iterable[bytes]) -> Iterator[bytes]:
 class _Scan:
     """State of one scan: the current piece, the lines before it, the hits so far."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.pattern_owner = engine.pattern_owner
-        self.anchored = engine.anchored
+    def __init__(self, matcher: Matcher) -> None:
+        self.pattern_owner = matcher.pattern_owner
+        self.anchored = matcher.anchored
         self.hits: list[Hit] = []
         self.seen: set[int] = set()
         self.confirm_from = -1  # where the first line with an unconfirmed anchored candidate starts
@@ -225,7 +225,7 @@ class _Scan:
         return self.lines_before + int(ends_open)
 
 
-class Engine:
+class Matcher:
     """Compiled rules; ``scan`` returns the first hit of every pattern that matches."""
 
     def __init__(self, ruleset: RuleSet) -> None:

@@ -10,6 +10,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from failclass.classifier import Classifier
 from failclass.matching.rules import load_rules
@@ -149,7 +150,7 @@ def test_anchored_and_plain_matches_in_a_later_piece(local: Classifier) -> None:
 def test_concurrent_scans_in_threads_agree(classifier: Classifier) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    logs = sorted((Path(__file__).parent.parent / "corpora" / "public").glob("*/*.log"))[:80]
+    logs = sorted((ROOT / "corpora" / "public").glob("*/*.log"))[:80]
     alone = [classifier.classify_path(p).to_dict() for p in logs]
     with ThreadPoolExecutor(max_workers=4) as pool:
         together = list(pool.map(lambda p: classifier.classify_path(p).to_dict(), logs * 3))

@@ -28,7 +28,7 @@ rules:
 def findings_for(tmp_path: Path, pattern: str, example: str, extra: str = "") -> list[str]:
     (tmp_path / "cpu_oom.yaml").write_text(RULE.format(slug="a", pattern=pattern, example=example) + extra)
     ruleset = load_rules([tmp_path], builtin=False)
-    return [str(f) for f in lint(ruleset, Classifier(ruleset).engine)]
+    return [str(f) for f in lint(ruleset, Classifier(ruleset).matcher)]
 
 
 def test_nested_unbounded_quantifier_is_an_error(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_overlap_with_a_stronger_rule_of_another_reason_is_reported(tmp_path: Pa
 
 
 def test_built_in_rules_have_no_lint_errors(classifier: Classifier) -> None:
-    errors = [f for f in lint(classifier.ruleset, classifier.engine) if f.severity == "error"]
+    errors = [f for f in lint(classifier.ruleset, classifier.matcher) if f.severity == "error"]
     assert not errors
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from failclass.classifier import Classifier
 from failclass.errors import RuleError
-from failclass.matching.matcher import Engine
+from failclass.matching.matcher import Matcher
 from failclass.matching.rules import load_rules
 
 GOOD_RULE = """
@@ -94,7 +94,7 @@ def test_pattern_the_engine_cannot_run_is_named(tmp_path: Path) -> None:
     write(tmp_path, "gpu_oom.yaml", GOOD_RULE.replace("'acme-alloc: device heap exhausted'", "'acme-(alloc): \\1 heap'"))
     ruleset = load_rules([tmp_path], builtin=False)
     with pytest.raises(RuleError, match=r"gpu_oom.site_allocator: field 'patterns\[0\]': rejected by the engine"):
-        Engine(ruleset)
+        Matcher(ruleset)
 
 
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from failclass.analytics.status import table6, user_repetition
 from failclass.analytics.traces import load_trace
 from failclass.errors import InputError
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 SLICES = ["philly_last15k.csv", "helios_last15k.csv"]
 pytestmark = pytest.mark.skipif(not TRACES.exists(), reason=f"the shared traces are not at {TRACES}")
 

@@ -30,7 +30,7 @@ def test_every_example_passes_through_the_real_engine(classifier: Classifier) ->
 
 
 def test_lint_finds_no_errors(classifier: Classifier) -> None:
-    errors = [f for f in lint(classifier.ruleset, classifier.engine) if f.severity == "error"]
+    errors = [f for f in lint(classifier.ruleset, classifier.matcher) if f.severity == "error"]
     assert not errors, "\n".join(map(str, errors))
 
 
