@@ -29,6 +29,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_scenarios import RECORDED_ROOT, ROOT, execute, missing_tool, scenario_paths
 
@@ -62,6 +64,9 @@ def progress_args(style: str, seed: int, epochs: int, warnings: bool, recovered:
     return args + ["--warnings"] * warnings + ["--recovered-error"] * recovered
 
 
+RELABELLED: dict[str, str] = yaml.safe_load((CORPORA / "scenarios" / "labels.yaml").read_text()) or {}
+
+
 def prelude_args(reason: str, scenario: str, variant: int) -> list[str]:
     """The surrounding output of one produced log, chosen deterministically."""
     h = int(hashlib.sha1(f"{scenario}:{variant}".encode()).hexdigest(), 16)
@@ -83,7 +88,8 @@ def shell(args: list[str]) -> str:
 
 def produce(path: Path, variants: int) -> list[str]:
     reason = path.stem.split("__", 1)[0]
-    folder = CORPORA / ("passed/runs" if reason == "passed" else f"produced/{reason}")
+    label = RELABELLED.get(path.stem, reason)  # the guide's reason (scenarios/labels.yaml)
+    folder = CORPORA / ("passed/runs" if reason == "passed" else f"produced/{label}")
     folder.mkdir(parents=True, exist_ok=True)
     done = []
     for variant in range(variants):
@@ -95,7 +101,7 @@ def produce(path: Path, variants: int) -> list[str]:
             args = prelude_args(reason, path.stem, variant)
             surrounding = prelude(args)
             facts["prelude"] = shell(args)
-        facts.update(reason="no_signature" if reason == "passed" else reason, variant=variant)
+        facts.update(reason="no_signature" if reason == "passed" else label, variant=variant)
         log = folder / f"{path.stem}__{variant}.log"
         log.write_bytes(surrounding + output)
         log.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")

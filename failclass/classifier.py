@@ -13,6 +13,7 @@ from failclass.logs.text import EVIDENCE_CHARS, BlockReader, Readable, Tail, blo
 from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
 from failclass.matching.rules import RuleSet, load_rules
+from failclass.matching.structure import StructureMatcher
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.model.artifact import LoadedModel
 
@@ -117,6 +118,7 @@ class Classifier:
     ) -> None:
         self.ruleset = ruleset or load_rules(extra_rule_dirs)
         self.matcher = Matcher(self.ruleset)
+        self.structure = StructureMatcher(self.ruleset)
         self.rules = self.ruleset.by_id()
         self.model = model
         self.consequences = self.ruleset.consequence_reasons()
@@ -167,7 +169,8 @@ class Classifier:
 
     def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
         scan = self.matcher.scan(tail.watch(reader))
-        ranking = rank(scan.hits, self.rules)
+        found = (*scan.hits, *self.structure.hits(tail.lines_at(scan.lines)))
+        ranking = rank(found, self.rules)
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit":
             return self._signature(winner, scan, reader.bytes_read, ranking)

@@ -59,20 +59,38 @@ def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
 
 @click.command("evaluate")
 @click.option("--split", type=click.Choice(["test", "train", "holdout"]), default="test", show_default=True)
+@click.option(
+    "--folds",
+    "by_repository",
+    is_flag=True,
+    help="Leave-repository-out cross-validation of the development side instead (a model per fold; rules written "
+    "only from a fold's repositories are left out of it).",
+)
 @manifest_option
 @click.option("--json", "as_json", is_flag=True, help="Every figure, the confusion matrix included, as JSON.")
 @click.pass_context
-def evaluate_command(ctx: click.Context, split: str, manifest: Path, as_json: bool) -> None:
-    """Rules alone versus rules plus the model on one side of the corpus."""
+def evaluate_command(ctx: click.Context, split: str, by_repository: bool, manifest: Path, as_json: bool) -> None:
+    """Rules alone, rules plus the model, and the model alone, on one side of the corpus."""
     from failclass.model.evaluation import evaluate, render  # scikit-learn's metrics load only here
 
     rules = ruleset(ctx)
     model = fallback(ctx, rules, required=True)
-    result = configured(lambda: evaluate(read_manifest(manifest), Classifier(rules), Classifier(rules, model=model), split))
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=1))
+    assert model is not None  # required
+    folds: list[dict[str, object]] = []
+    if by_repository:
+        from failclass.model.crossval import cross_validate
+
+        result, folds = configured(lambda: cross_validate(read_manifest(manifest), rules, model.threshold))
     else:
-        click.echo(render(result, rules.taxonomy.names()))
+        result = configured(lambda: evaluate(read_manifest(manifest), Classifier(rules), Classifier(rules, model=model), split))
+    if as_json:
+        click.echo(json.dumps({**result.to_dict(), "folds": folds}, indent=1))
+        return
+    click.echo(render(result, rules.taxonomy.names()))
+    for fold in folds:
+        click.echo(
+            f"fold {fold['fold']}: {fold['logs']} logs of {fold['repositories']} repositories, {fold['rules_left_out']} rules left out"
+        )
 
 
 @click.command()

@@ -29,6 +29,7 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
         "kind": rule.kind,
         "priority": rule.priority,
         "patterns": list(rule.patterns),
+        "exception": rule.exception.to_dict() if rule.exception else None,
         "ignore_case": rule.ignore_case,
         "description": rule.description,
         "file": rule.path,

@@ -111,6 +111,16 @@ class Tail:
             lines, first = lines[1:], first + 1
         return [(first + i, line.decode("utf-8", "replace")) for i, line in enumerate(lines)]
 
+    def lines_at(self, total_lines: int) -> list[tuple[int, int, str]]:
+        """The complete lines of the tail as (line number, byte offset, text)."""
+        numbered = self.numbered_lines(total_lines)
+        offset = self.seen
+        placed = []
+        for number, text in reversed(numbered):
+            offset -= len(text.encode("utf-8", "surrogateescape")) + 1
+            placed.append((number, max(offset, 0), text))
+        return placed[::-1]
+
 
 def tail_text(path: Path) -> str:
     """The end of a log as the fallback model reads it in classification."""

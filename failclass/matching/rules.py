@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from failclass.errors import RuleError
+from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
 from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxonomy
 from failclass.yamlload import SafeLoader
@@ -48,6 +49,7 @@ class Rule:
     positives: tuple[Example, ...]
     negatives: tuple[Example, ...]
     path: str
+    exception: ExceptionPattern | None = None  # a rule over a raised exception (matching.exceptions)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,7 +127,7 @@ def _patterns(raw: Any, path: str, rule_id: str, ignore_case: bool) -> tuple[str
     return tuple(raw)
 
 
-RULE_KEYS = {"id", "kind", "priority", "description", "why", "patterns", "ignore_case", "examples"}
+RULE_KEYS = {"id", "kind", "priority", "description", "why", "patterns", "ignore_case", "examples", "exception"}
 
 
 def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
@@ -152,6 +154,7 @@ def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
     examples = entry.get("examples") or {}
     if not isinstance(examples, dict) or set(examples) - {"positive", "negative"}:
         raise RuleError(path, rule_id, "examples", "must be a mapping with positive and negative lists")
+    exception = parse_exception(entry["exception"], path, rule_id) if "exception" in entry else None
     positives = _examples(examples.get("positive"), path, rule_id, "examples.positive", taxonomy)
     if not positives:
         raise RuleError(path, rule_id, "examples.positive", "needs at least one real example")
@@ -165,11 +168,12 @@ def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
         priority=priority,
         description=_text(entry.get("description"), path, rule_id, "description"),
         why=_text(entry.get("why"), path, rule_id, "why", required=False),
-        patterns=_patterns(entry.get("patterns"), path, rule_id, ignore_case),
+        patterns=() if "patterns" not in entry and exception else _patterns(entry.get("patterns"), path, rule_id, ignore_case),
         ignore_case=ignore_case,
         positives=positives,
         negatives=_examples(examples.get("negative"), path, rule_id, "examples.negative", taxonomy),
         path=path,
+        exception=exception,
     )
 
 

@@ -58,6 +58,11 @@ class LoadedModel:
     def with_threshold(self, threshold: float) -> LoadedModel:
         return LoadedModel(self.path, threshold, self.metadata, self.payload, self._model)
 
+    @classmethod
+    def fitted(cls, model: FailureTextModel, threshold: float) -> LoadedModel:
+        """A model fitted in this process (a cross-validation fold), never saved."""
+        return cls(Path("<fitted in memory>"), threshold, {}, b"", model)
+
 
 def _unpickle(payload: bytes, path: Path) -> FailureTextModel:
     import joblib

@@ -90,6 +90,21 @@ class Evaluation:
     model_helped: list[str]  # failed logs right with the model, wrong with rules alone
     model_hurt: list[str]  # the opposite
 
+    @classmethod
+    def of(
+        cls, split: str, failed: Sequence[Entry], answers: dict[str, list[str]], fired: dict[str, list[str]], passed: int
+    ) -> Evaluation:
+        truth = [e.reason for e in failed]
+        labels = sorted(set(truth).union({NO_SIGNATURE}, *answers.values()))
+        scores = {config: Scores(truth, answers[config], fired[config], passed, labels) for config in CONFIGURATIONS}
+        helped, hurt = [], []
+        for entry, before, after in zip(failed, answers["rules"], answers["rules+model"]):
+            if before != entry.reason and after == entry.reason:
+                helped.append(f"{entry.path}: {before} -> {after}")
+            elif before == entry.reason and after != entry.reason:
+                hurt.append(f"{entry.path}: {before} -> {after}")
+        return cls(split, scores, helped, hurt)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "split": self.split,
@@ -100,33 +115,37 @@ class Evaluation:
 
 
 def evaluate(entries: Sequence[Entry], rules_only: Classifier, with_model: Classifier, split: str) -> Evaluation:
-    chosen = [e for e in entries if e.split == split]
-    answers: dict[str, list[str]] = {name: [] for name in CONFIGURATIONS}
-    fired: dict[str, list[str]] = {name: [] for name in CONFIGURATIONS}
-    failed = [e for e in chosen if e.outcome == "failed"]
-    passed = [e for e in chosen if e.outcome == "passed"]
+    """The three configurations on one side of the corpus."""
+    return score([e for e in entries if e.split == split], rules_only, with_model, split)
+
+
+def score(chosen: Sequence[Entry], rules_only: Classifier, with_model: Classifier, name: str) -> Evaluation:
+    """The three configurations on ``chosen`` logs."""
     if with_model.model is None:
         raise ConfigError("evaluation needs a model")
     model = with_model.model.model
+    failed = [e for e in chosen if e.outcome == "failed"]
+    passed = [e for e in chosen if e.outcome == "passed"]
+    answers: dict[str, list[str]] = {config: [] for config in CONFIGURATIONS}
+    fired: dict[str, list[str]] = {config: [] for config in CONFIGURATIONS}
     for entry in failed + passed:
         path = resolve(entry)
         results = [(c.reason, c.source) for c in (rules_only.classify_path(path), with_model.classify_path(path))]
         results.append((str(model.predict([tail_text(path)])[0]), "model"))
-        for name, (reason, source) in zip(CONFIGURATIONS, results):
+        for config, (reason, source) in zip(CONFIGURATIONS, results):
             if entry.outcome == "failed":
-                answers[name].append(reason)
+                answers[config].append(reason)
             elif reason != NO_SIGNATURE:
-                fired[name].append(f"{entry.path} -> {reason} ({source})")
-    truth = [e.reason for e in failed]
-    labels = sorted(set(truth).union({NO_SIGNATURE}, *answers.values()))
-    scores = {name: Scores(truth, answers[name], fired[name], len(passed), labels) for name in CONFIGURATIONS}
-    helped, hurt = [], []
-    for entry, before, after in zip(failed, answers["rules"], answers["rules+model"]):
-        if before != entry.reason and after == entry.reason:
-            helped.append(f"{entry.path}: {before} -> {after}")
-        elif before == entry.reason and after != entry.reason:
-            hurt.append(f"{entry.path}: {before} -> {after}")
-    return Evaluation(split, scores, helped, hurt)
+                fired[config].append(f"{entry.path} -> {reason} ({source})")
+    return Evaluation.of(name, failed, answers, fired, len(passed))
+
+
+def merged(name: str, parts: Sequence[tuple[Sequence[Entry], Evaluation]]) -> Evaluation:
+    """One evaluation of several (a cross-validation's folds)."""
+    failed = [e for entries, _ in parts for e in entries if e.outcome == "failed"]
+    answers = {config: [p for _, ev in parts for p in ev.scores[config].predicted] for config in CONFIGURATIONS}
+    fired = {config: [f for _, ev in parts for f in ev.scores[config].passed_fired] for config in CONFIGURATIONS}
+    return Evaluation.of(name, failed, answers, fired, sum(ev.scores["rules"].passed_total for _, ev in parts))
 
 
 def render(evaluation: Evaluation, names: dict[str, str]) -> str:
