@@ -121,7 +121,7 @@ class Classifier:
         self.structure = StructureMatcher(self.ruleset)
         self.rules = self.ruleset.by_id()
         self.model = model
-        self.consequences = self.ruleset.consequence_reasons()
+        self.consequences = self.ruleset.consequence_reasons() | self.ruleset.taxonomy.consequences()
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
@@ -172,13 +172,13 @@ class Classifier:
         found = (*scan.hits, *self.structure.hits(tail.lines_at(scan.lines)))
         ranking = rank(found, self.rules)
         winner = ranking.winner
-        if winner is not None and winner.rule.kind == "explicit":
+        if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:
             return self._signature(winner, scan, reader.bytes_read, ranking)
         guess = self._guess(tail, scan.lines)
         if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others
             if winner is not None:
-                beaten = f"implicit signature; the model is {guess.confidence:.2f} confident of {guess.reason}"
+                beaten = f"a consequence only; the model is {guess.confidence:.2f} confident of {guess.reason}"
                 others = ((winner, beaten), *others)
             return self._classification(
                 guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, reader.bytes_read, others

@@ -29,7 +29,7 @@ from failclass.options import ClassifierOptions
 @click.option(
     "--model",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The fallback model (a .joblib with its .json); default the built-in one, or FAILCLASS_MODEL.",
+    help="The fallback model (a .npz with its .json); default the built-in one, or FAILCLASS_MODEL.",
 )
 @click.option("--no-model", is_flag=True, help="Rules only: do not load the fallback model.")
 @click.option(

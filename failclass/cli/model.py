@@ -35,7 +35,7 @@ manifest_option = click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Where to write the model (default: the built-in failclass/data/models/fallback.joblib, or FAILCLASS_MODEL).",
+    help="Where to write the model (default: the built-in failclass/data/models/fallback.npz, or FAILCLASS_MODEL).",
 )
 @manifest_option
 @labels_dir_option

@@ -50,6 +50,11 @@ def region_indices(lines: Sequence[str]) -> list[int]:
     return [index for n, index in enumerate(recent) if n >= final or TROUBLE.search(lines[index])]
 
 
-def region_text(text: str) -> str:
+def region_lines(text: str) -> list[str]:
+    """The failure region of a log's text, each line normalised."""
     lines = text.split("\n")
-    return "\n".join(normalise_line(segment(lines[i])) for i in region_indices(lines))
+    return [normalise_line(segment(lines[i])) for i in region_indices(lines)]
+
+
+def region_text(text: str) -> str:
+    return "\n".join(region_lines(text))

@@ -21,6 +21,7 @@ class Reason:
     id: str
     name: str
     categories: tuple[str, ...]
+    consequence: bool = False  # names what followed a root cause (a fatal signal, a launcher's report)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class Taxonomy:
 
     def __contains__(self, reason_id: object) -> bool:
         return reason_id in self.reasons
+
+    def consequences(self) -> frozenset[str]:
+        """Reasons that only say how a process died: the model may name the cause instead."""
+        return frozenset(r.id for r in self.reasons.values() if r.consequence)
 
     def names(self) -> dict[str, str]:
         """Reason id -> its name in Table 7."""
@@ -55,7 +60,7 @@ def load_taxonomy(path: Path) -> Taxonomy:
         unknown = [c for c in cats if c not in categories]
         if unknown:
             raise ConfigError(f"{path}: reason {rid}: unknown categories {unknown}")
-        reasons[rid] = Reason(rid, str(entry.get("name") or rid), cats)
+        reasons[rid] = Reason(rid, str(entry.get("name") or rid), cats, bool(entry.get("consequence", False)))
     if NO_SIGNATURE not in reasons:
         raise ConfigError(f"{path}: the taxonomy must define {NO_SIGNATURE!r}")
     return Taxonomy(reasons, categories)

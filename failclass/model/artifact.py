@@ -1,11 +1,10 @@
 """Saving and loading the trained fallback model with the metadata that vouches for it.
 
-A joblib file runs code when it is loaded, so only the project's own artifacts are
-loaded, and only after the metadata JSON beside it checks out: format, the SHA-256 of the
-joblib file, the scikit-learn version it was pickled with (same minor release), and
-classes that the taxonomy knows. The checks run at once; the unpickling (scikit-learn,
-about 0.7 s and 120 MB) waits until a log needs the model: most logs have an explicit
-signature and never do.
+The model is plain arrays in numpy's .npz format, read without pickle (loading runs no
+code) and only after the metadata JSON beside it checks out: format, the SHA-256 of the
+.npz file, and classes that the taxonomy knows. Reading the arrays (numpy alone, no
+scikit-learn) waits until a log needs the model: most logs have an explicit signature
+and never do.
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ import hashlib
 import io
 import json
 import os
-import pickle
 import platform
 import threading
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,9 +30,9 @@ from failclass.resources import MODELS
 if TYPE_CHECKING:
     from failclass.model.estimator import FailureTextModel
 
-BUILTIN_MODEL = MODELS / "fallback.joblib"
+BUILTIN_MODEL = MODELS / "fallback.npz"
 MODEL_ENV = "FAILCLASS_MODEL"
-FORMAT = 1
+FORMAT = 2  # 2: numpy arrays (.npz); 1 was a joblib pickle
 
 
 @dataclass
@@ -51,7 +50,7 @@ class LoadedModel:
     def model(self) -> FailureTextModel:
         with self._lock:
             if self._model is None:
-                self._model = _unpickle(self.payload, self.path)
+                self._model = _read_arrays(self.payload, self.path)
                 self.payload = b""
             return self._model
 
@@ -64,18 +63,17 @@ class LoadedModel:
         return cls(Path("<fitted in memory>"), threshold, {}, b"", model)
 
 
-def _unpickle(payload: bytes, path: Path) -> FailureTextModel:
-    import joblib
+def _read_arrays(payload: bytes, path: Path) -> FailureTextModel:
+    """The model from its arrays (numpy's format, never pickle: loading runs no code)."""
+    import numpy as np
 
     from failclass.model.estimator import FailureTextModel
 
     try:
-        model = joblib.load(io.BytesIO(payload))
-    except (ImportError, AttributeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
-        raise ModelError(f"{path}: cannot be unpickled ({exc}); retrain it with `failclass train`") from None
-    if not isinstance(model, FailureTextModel):
-        raise ModelError(f"{path}: holds a {type(model).__name__}, not a failclass model")
-    return model
+        with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+            return FailureTextModel.from_arrays({name: arrays[name] for name in arrays.files})
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise ModelError(f"{path}: not a failclass model ({exc}); retrain it with `failclass train`") from None
 
 
 def metadata_path(model_path: Path) -> Path:
@@ -86,7 +84,6 @@ def library_versions() -> dict[str, str]:
     return {
         "failclass": __version__,
         "scikit-learn": version("scikit-learn"),
-        "joblib": version("joblib"),
         "numpy": version("numpy"),
         "scipy": version("scipy"),
         "python": platform.python_version(),
@@ -94,12 +91,13 @@ def library_versions() -> dict[str, str]:
 
 
 def save(model: FailureTextModel, path: Path, threshold: float, facts: dict[str, Any]) -> dict[str, Any]:
-    """Write the joblib file and its metadata JSON; returns the metadata."""
-    import joblib
+    """Write the model's arrays (.npz) and its metadata JSON; returns the metadata."""
+    import numpy as np
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".joblib.part")
-    joblib.dump(model, partial, compress=3)
+    partial = path.with_name(path.name + ".part")
+    with partial.open("wb") as handle:
+        np.savez_compressed(handle, allow_pickle=False, **model.to_arrays())
     sha = hashlib.sha256(partial.read_bytes()).hexdigest()
     metadata = {
         "format": FORMAT,
@@ -117,20 +115,12 @@ def save(model: FailureTextModel, path: Path, threshold: float, facts: dict[str,
     return metadata
 
 
-def _minor(release: str) -> str:
-    return ".".join(release.split(".")[:2])
-
-
 def check_metadata(metadata: dict[str, Any], data: bytes, known_reasons: set[str], where: Path) -> None:
     retrain = "retrain it with `failclass train`"
     if metadata.get("format") != FORMAT:
         raise ModelError(f"{where}: model format {metadata.get('format')!r}, this failclass reads {FORMAT}; {retrain}")
     if hashlib.sha256(data).hexdigest() != metadata.get("sha256"):
         raise ModelError(f"{where}: the model file does not match the SHA-256 in its metadata (damaged or replaced)")
-    trained_with = str(metadata.get("versions", {}).get("scikit-learn", "?"))
-    installed = version("scikit-learn")
-    if _minor(trained_with) != _minor(installed):
-        raise ModelError(f"{where}: trained with scikit-learn {trained_with}, this is {installed}; {retrain}")
     unknown = set(metadata.get("classes", [])) - known_reasons
     if unknown:
         raise ModelError(f"{where}: classes unknown to the taxonomy: {sorted(unknown)}")

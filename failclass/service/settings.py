@@ -18,7 +18,7 @@ class Settings(BaseSettings):
     database_url: str = Field(default_factory=default_database_url, description="SQLAlchemy URL; SQLite file by default")
     tokens_file: Path | None = Field(default=None, description="JSON list of API tokens (name, sha256, scopes); none: no auth")
     policy_file: Path | None = Field(default=None, description="operator policy overriding the built-in policy")
-    model: Path | None = Field(default=None, description="fallback model (.joblib beside its .json); default the built-in one")
+    model: Path | None = Field(default=None, description="fallback model (.npz beside its .json); default the built-in one")
     no_model: bool = Field(default=False, description="rules only")
     model_threshold: float | None = Field(default=None, ge=0, le=1, description="the model's threshold; default its own")
     labels_dir: Path | None = Field(default=None, description="where POST /v1/labels keeps logs; default corpora/labels")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,14 +86,13 @@ def test_tail_keeps_true_line_numbers(ending: bytes) -> None:
 
 
 def test_saved_model_loads_only_with_matching_metadata(small_model: FailureTextModel, tmp_path: Path) -> None:
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.npz"
     save(small_model, path, 0.6, {"corpus_hash": "x"})
     loaded = load(path, KNOWN)
     assert loaded.threshold == 0.6 and list(loaded.model.classes_) == list(small_model.classes_)
 
     metadata = json.loads(path.with_suffix(".json").read_text())
     for change, message in (
-        ({"versions": {**metadata["versions"], "scikit-learn": "0.24.2"}}, "trained with scikit-learn 0.24.2"),
         ({"classes": metadata["classes"] + ["gpu_on_fire"]}, "unknown to the taxonomy"),
         ({"format": 99}, "model format 99"),
     ):
@@ -101,21 +103,39 @@ def test_saved_model_loads_only_with_matching_metadata(small_model: FailureTextM
     path.write_bytes(path.read_bytes() + b"\0")
     with pytest.raises(ModelError, match="does not match the SHA-256"):
         load(path, KNOWN)
+    damaged = b"PK\x03\x04 not an npz archive" * 8  # its metadata vouches for it: the reading must refuse
+    path.write_bytes(damaged)
+    path.with_suffix(".json").write_text(json.dumps({**metadata, "sha256": hashlib.sha256(damaged).hexdigest()}))
+    with pytest.raises(ModelError, match="not a failclass model"):
+        load(path, KNOWN).model
     path.with_suffix(".json").unlink()
     with pytest.raises(ModelError, match="no metadata"):
         load(path, KNOWN)
     with pytest.raises(ModelError, match="no model file"):
-        load(tmp_path / "absent.joblib", KNOWN)
+        load(tmp_path / "absent.npz", KNOWN)
+
+
+def test_the_model_loads_without_scikit_learn_or_pickle() -> None:
+    """Reading the shipped model needs numpy only: no unpickling, no scikit-learn import."""
+    probe = (
+        "import sys; from failclass.model.artifact import BUILTIN_MODEL, load; "
+        "from failclass.matching.taxonomy import builtin_taxonomy; "
+        "m = load(BUILTIN_MODEL, set(builtin_taxonomy().reasons)).model; "
+        "print(len(m.classes_), 'sklearn' in sys.modules, 'joblib' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    classes, sklearn, joblib = done.stdout.split()
+    assert int(classes) >= 20 and sklearn == joblib == "False"
 
 
 def test_cli_refuses_an_explicit_model_that_does_not_load(tmp_path: Path) -> None:
-    done = run_cli("--model", str(tmp_path / "absent.joblib"), "classify", "samples/README.md")
+    done = run_cli("--model", str(tmp_path / "absent.npz"), "classify", "samples/README.md")
     assert done.returncode == 2
     assert "no model file" in done.stderr
 
 
 def test_model_answers_only_without_an_explicit_signature(small_model: FailureTextModel, tmp_path: Path) -> None:
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.npz"
     save(small_model, path, 0.0, {})
     with_model = Classifier(model=load(path, KNOWN))
     explicit = resolve(next(e for e in read_manifest() if e.reason == "cpu_oom" and e.origin == "produced"))
@@ -125,7 +145,7 @@ def test_model_answers_only_without_an_explicit_signature(small_model: FailureTe
 
 def test_model_evidence_is_a_real_line_of_the_log(tmp_path: Path) -> None:
     texts, labels = corpus_texts(("gpu_oom", "syntax_error", "mpi_runtime_failure"), 12)
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.npz"
     save(FailureTextModel().fit(texts, labels), path, 0.0, {})  # no "no_signature" class, no threshold
     with_model = Classifier(model=load(path, KNOWN))
     for log in sorted(Path("corpora/public/no_signature").glob("*.log")):

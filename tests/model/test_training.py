@@ -51,7 +51,7 @@ def test_label_refuses_unknown_reasons_and_empty_logs(tmp_path: Path) -> None:
 def test_train_then_evaluate_with_the_new_model(small_manifest: Path, tmp_path: Path) -> None:
     labels = tmp_path / "labels"
     assert run_cli("label", str(LOG), "job_preempted", "--labels-dir", str(labels)).returncode == 0
-    model = tmp_path / "model" / "fallback.joblib"
+    model = tmp_path / "model" / "fallback.npz"
     done = run_cli("train", "--manifest", str(small_manifest), "--labels-dir", str(labels), "--out", str(model))
     assert done.returncode == 0, done.stderr
     assert "1 operator labels" in done.stdout
@@ -73,5 +73,5 @@ def test_train_then_evaluate_with_the_new_model(small_manifest: Path, tmp_path: 
 
 
 def test_train_without_a_manifest_is_a_clear_error(tmp_path: Path) -> None:
-    done = run_cli("train", "--manifest", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "m.joblib"))
+    done = run_cli("train", "--manifest", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "m.npz"))
     assert done.returncode == 2 and "no corpus manifest" in done.stderr
