@@ -46,7 +46,7 @@ def test_shipped_model_was_trained_on_this_corpus(model: LoadedModel) -> None:
 def test_test_side(test_side: Evaluation) -> None:
     rules, both = test_side.scores["rules"], test_side.scores["rules+model"]
     assert len(rules.truth) >= 250 and rules.passed_total >= 8
-    assert rules.accuracy >= 0.88 and rules.macro_f1 >= 0.90  # measured: 0.892, 0.913
+    assert rules.accuracy >= 0.88 and rules.macro_f1 >= 0.90  # measured: 0.906, 0.921
     assert both.accuracy >= rules.accuracy + 0.01  # the model adds (measured: 0.906 -> 0.926)
     assert len(test_side.model_hurt) <= 2  # measured: 1 (and 7 helped)
     assert rules.false_fire_rate == both.false_fire_rate == 0.0
