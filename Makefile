@@ -39,6 +39,7 @@ train: $(STAMP)
 	$(BIN)/failclass train
 
 evaluate: $(STAMP)
+	$(BIN)/failclass evaluate --folds
 	$(BIN)/failclass evaluate --split test
 	$(BIN)/failclass evaluate --split holdout
 
@@ -53,9 +54,9 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet ruff mypy types-PyYAML
-	$(BIN)/ruff check failclass service tests benchmarks
-	$(BIN)/ruff format --check failclass service tests benchmarks
-	$(BIN)/mypy --ignore-missing-imports failclass service
+	$(BIN)/ruff check failclass tests benchmarks corpora/*.py
+	$(BIN)/ruff format --check failclass tests benchmarks corpora/*.py
+	$(BIN)/mypy --ignore-missing-imports failclass
 
 clean:
 	rm -rf $(VENV) .pytest_cache

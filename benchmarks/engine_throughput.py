@@ -10,7 +10,10 @@ Then runs, over the same files and the same patterns (the rules' expanded patter
   rg -j1 -c -f PATTERNS FILES              (ripgrep, Unicode default)
   rg -j1 -c -f PATTERNS FILES with (?-u)   (ripgrep, ASCII mode)
 
-and prints MB/s, peak RSS and each tool's rate as a ratio to failclass's. Unicode
+and prints MB/s, peak RSS and each tool's rate as a ratio to failclass's. A second,
+"model-heavy" corpus ends its failures with real corpus logs that no explicit rule names,
+so that every one of them is read by the fallback model: failclass with the model, without
+it, and ASCII ripgrep run over it too. Unicode
 ripgrep is orders of magnitude slower on these patterns, so it runs on a prefix of
 the corpus (--slow-sample-mb), beside failclass on the same prefix. Page
 cache is warmed first; the fast tools run --repeat times and the best run counts.
@@ -30,9 +33,11 @@ import sys
 import time
 from pathlib import Path
 
+from failclass.classifier import Classifier
 from failclass.matching.rules import RuleSet, load_rules
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 DATA = HERE / "data" / "logs"
 RESULTS = HERE / "results"
 PEAK_WRAPPER = (
@@ -61,16 +66,28 @@ def progress_line(rng: random.Random, step: int) -> str:
     return "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create 16 worker processes in total."
 
 
-def generate(ruleset: RuleSet, size_mb: int, seed: int) -> list[Path]:
-    """Write the corpus (or reuse it when the same size and seed were generated before)."""
-    manifest = DATA / "manifest.json"
-    wanted = {"size_mb": size_mb, "seed": seed, "rules": len(ruleset.rules)}
+def model_endings(ruleset: RuleSet) -> list[str]:
+    """Ends of real corpus logs that no explicit rule names (the rules answer with a
+    consequence or nothing): the logs the fallback model has to read."""
+    classifier = Classifier(ruleset)
+    endings = []
+    for log in sorted((ROOT / "corpora" / "public").glob("*/*.log")):
+        result = classifier.classify_path(log)
+        if result.rule_id is None or classifier.rules[result.rule_id].kind == "implicit":
+            endings.append(log.read_text(errors="replace")[-8000:])
+    return endings
+
+
+def generate(ruleset: RuleSet, size_mb: int, seed: int, folder: Path = DATA, failures: list[str] | None = None) -> list[Path]:
+    """Write a corpus (or reuse it when the same size and seed were generated before)."""
+    manifest = folder / "manifest.json"
+    wanted = {"size_mb": size_mb, "seed": seed, "rules": len(ruleset.rules), "endings": "model" if failures else "rules"}
     if manifest.exists() and json.loads(manifest.read_text()).get("params") == wanted:
-        return [DATA / name for name in json.loads(manifest.read_text())["files"]]
-    shutil.rmtree(DATA, ignore_errors=True)
-    DATA.mkdir(parents=True)
+        return [folder / name for name in json.loads(manifest.read_text())["files"]]
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
     rng = random.Random(seed)
-    failures = [example.text for rule in ruleset.rules for example in rule.positives]
+    failures = failures or [example.text for rule in ruleset.rules for example in rule.positives]
     budget = size_mb << 20
     files: list[str] = []
     while budget > 0:
@@ -89,11 +106,11 @@ def generate(ruleset: RuleSet, size_mb: int, seed: int) -> list[Path]:
         if failed and not early:
             lines.append(rng.choice(failures))
         name = f"attempt-{len(files):05d}.log"
-        (DATA / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
         files.append(name)
         budget -= written
     manifest.write_text(json.dumps({"params": wanted, "files": files}))
-    return [DATA / name for name in files]
+    return [folder / name for name in files]
 
 
 def export_patterns(ruleset: RuleSet, workdir: Path) -> dict[str, Path]:
@@ -192,6 +209,17 @@ def main() -> None:
         "failclass classify (sample)": best_of(args.repeat, [sys.executable, "-m", "failclass.cli", "classify", "--json"], slow),
         "ripgrep -j1 Unicode (sample)": best_of(1, rg + [str(patterns["rg"])], slow, timeout=args.timeout),
     }
+    heavy = generate(ruleset, max(args.size_mb // 4, 8), args.seed, DATA.parent / "logs-model", model_endings(ruleset))
+    for f in heavy:
+        f.read_bytes()
+    classify = [sys.executable, "-m", "failclass.cli", "classify", "--json"]
+    rows["failclass classify (model-heavy)"] = best_of(args.repeat, classify, heavy)
+    rows["failclass --no-model (model-heavy)"] = best_of(
+        args.repeat, [sys.executable, "-m", "failclass.cli", "--no-model", "classify", "--json"], heavy
+    )
+    rows["ripgrep -j1 (?-u) ASCII (model-heavy)"] = best_of(
+        args.repeat, rg + [str(patterns["rg_ascii"])], heavy, timeout=args.timeout
+    )
     exact = best_of(1, grep + [str(patterns["grep"])], files, c, args.timeout)
     caseless = best_of(1, ["grep", "-E", "-i", "-c", "-a", "-f", str(patterns["grep_i"])], files, c, args.timeout)
     rows["grep -E -f LC_ALL=C, 2 passes"] = {
@@ -216,7 +244,8 @@ def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict]) -
     print(f"{'tool':<32} {'MB':>7} {'seconds':>8} {'MB/s':>8} {'peak MB':>8} {'MB/s vs failclass':>18}")
     for name, row in rows.items():
         rate = row["mb"] / row["seconds"]
-        base = rows["failclass classify (sample)" if "(sample)" in name else "failclass classify"]
+        group = "(sample)" if "(sample)" in name else "(model-heavy)" if "(model-heavy)" in name else ""
+        base = rows[f"failclass classify {group}".strip()]
         ratio = rate / (base["mb"] / base["seconds"])
         note = "  (timed out: rate is an upper bound)" if row.get("timed_out") else ""
         print(f"{name:<32} {row['mb']:7.1f} {row['seconds']:8.2f} {rate:8.1f} {row['peak_mb']:8.0f} {ratio:17.3f}x{note}")

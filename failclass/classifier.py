@@ -169,7 +169,7 @@ class Classifier:
 
     def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
         scan = self.matcher.scan(tail.watch(reader))
-        found = (*scan.hits, *self.structure.hits(tail.lines_at(scan.lines)))
+        found = (*scan.hits, *self.structure.hits(tail, scan.lines))
         ranking = rank(found, self.rules)
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from failclass.attempts import Attempt
 from failclass.classifier import Examination
@@ -16,7 +16,9 @@ from failclass.decision import Decision
 from failclass.history import Failure, History, PriorAttempt
 from failclass.policy.config import PolicyConfig
 from failclass.policy.decide import admit, decide, history_needs, implicated_inputs
-from failclass.store.repository import Recorded, Store
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) loads only where a use case records something
+    from failclass.store.repository import Recorded, Store
 
 
 def failure_of(examined: Examination) -> Failure:

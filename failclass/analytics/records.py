@@ -22,6 +22,7 @@ from failclass.analytics.table7 import FailedAttempt
 from failclass.errors import InputError
 
 REQUIRED = ("job_id", "user", "status")
+UNKNOWN_USER = "unknown"  # batch results without a manifest: whose attempt it was is not known
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def _list(value: Any) -> tuple[str, ...]:
 
 
 def record_of(row: Mapping[str, Any], where: str) -> AttemptRecord:
+    if "classified_by" in row or "evidence_log" in row:  # a row of `failclass batch` results
+        row = {"user": UNKNOWN_USER, "status": "failed", **{k: v for k, v in row.items() if v not in (None, "")}}
     missing = [key for key in REQUIRED if not row.get(key)]
     if missing:
         raise InputError(f"{where}: missing {', '.join(missing)}")

@@ -17,9 +17,11 @@ twice.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -32,13 +34,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from failclass.classifier import Classifier, Examination
-from failclass.errors import DamagedMember
+from failclass.errors import DamagedMember, InputError
 from failclass.logs.archives import Member, members
 from failclass.options import ClassifierOptions, build_quietly
 
 DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
 IN_MEMORY_BYTES = 64 << 20  # larger members are classified in the main process, streaming
 RESULTS = "results.jsonl"
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 _worker_classifier: Classifier | None = None
 
@@ -181,9 +184,18 @@ class Executor(Protocol):
     def submit(self, fn: Any, /, *args: Any) -> Any: ...
 
 
+def _die_with_parent() -> None:
+    """A pool worker asks Linux for SIGTERM when the runner dies, even by SIGKILL (no orphans)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:  # the runner died before the request took effect
+            os._exit(1)
+
+
 @contextmanager
 def local_executor(processes: int) -> Iterator[Executor]:
-    with ProcessPoolExecutor(max(processes, 1)) as pool:
+    with ProcessPoolExecutor(max(processes, 1), initializer=_die_with_parent) as pool:
         yield pool
 
 
@@ -241,14 +253,26 @@ class BatchRun:
 
 
 def pending_attempts(
-    sources: Sequence[str | Path], key_of: Callable[[Member], tuple[str, int]], done: set[tuple[str, int]]
+    sources: Sequence[str | Path],
+    key_of: Callable[[Member], tuple[str, int]],
+    done: set[tuple[str, int]],
+    listed: dict[str, tuple[str, int]],
 ) -> tuple[dict[tuple[str, int], int], int]:
-    """Members per attempt still to classify, and how many attempts are done already."""
+    """Members per attempt still to classify, and how many attempts are done already.
+    InputError when a manifest lists logs and the sources hold none of them."""
     expected: dict[tuple[str, int], int] = defaultdict(int)
     listing_errors: list[str] = []
+    found = 0
     for source in sources:
         for member, _ in members(source, listing_errors):
             expected[key_of(member)] += 1
+            found += member.name in listed
+    if listed and not found:
+        example = next(iter(listed))
+        raise InputError(
+            f"the manifest lists {len(listed)} logs and the sources hold none of them (the manifest names logs by "
+            f"their path inside a source, e.g. {example!r}); nothing was classified"
+        )
     pending = {key: count for key, count in expected.items() if key not in done}
     return pending, len(expected) - len(pending)
 
@@ -275,7 +299,7 @@ def run_batch(
         return owners[member.name] if member.name in owners else attempt_of(member.name, pattern)
 
     summary = Summary()
-    pending, summary.skipped_done = pending_attempts(sources, key_of, done_attempts(out / RESULTS))
+    pending, summary.skipped_done = pending_attempts(sources, key_of, done_attempts(out / RESULTS), owners)
     collector = AttemptCollector(pending, manifest_facts or {}, out)
     progress = ProgressLine(len(pending), progress_stream)
     run = BatchRun(options or ClassifierOptions(), key_of, collector, progress, summary, 4 * max(processes, 1))

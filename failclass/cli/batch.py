@@ -61,16 +61,20 @@ def batch(
         except InputError as exc:
             input_failure(ctx, exc)
             return
-    summary = run_batch(
-        list(sources),
-        out,
-        processes,
-        id_pattern or DEFAULT_ID_PATTERN,
-        facts,
-        owners,
-        options=options(ctx),
-        executor=(lambda: dask_executor(scheduler)) if executor == "dask" and scheduler else None,
-    )
+    try:
+        summary = run_batch(
+            list(sources),
+            out,
+            processes,
+            id_pattern or DEFAULT_ID_PATTERN,
+            facts,
+            owners,
+            options=options(ctx),
+            executor=(lambda: dask_executor(scheduler)) if executor == "dask" and scheduler else None,
+        )
+    except InputError as exc:
+        input_failure(ctx, exc)
+        return
     parquet = write_parquet(out) if (out / "results.jsonl").exists() else None
     click.echo(
         f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs, "
@@ -94,7 +98,7 @@ def batch_report(out: Path) -> Path:
     from failclass.analytics.report import build_report, to_markdown
 
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    records = [record_of(row, f"{out}/results.jsonl") for row in rows if row.get("user") and row.get("status")]
+    records = [record_of(row, f"{out}/results.jsonl") for row in rows]
     built = build_report(records, builtin_taxonomy())
     (out / "report.md").write_text(to_markdown(built))
     (out / "report.html").write_text(to_html(built, records, builtin_taxonomy()))

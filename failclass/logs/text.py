@@ -10,11 +10,13 @@ numbers stay those an editor shows.
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import io
+import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -39,16 +41,20 @@ def open_log(path: Path) -> BinaryIO:
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not a log file")
     try:
-        raw = path.open("rb")
+        raw = _open_fifo(path) if path.is_fifo() else path.open("rb")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    magic = raw.read(2)
-    raw.seek(0)
-    if magic == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+    return open_stream(raw)  # peeks, never seeks: pipes and FIFOs stream like files
+
+
+def _open_fifo(path: Path) -> BinaryIO:
+    """A FIFO opened without waiting for a writer (one that never comes reads as empty)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    flags = fcntl.fcntl(descriptor, fcntl.F_GETFL)
+    fcntl.fcntl(descriptor, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+    return os.fdopen(descriptor, "rb")
 
 
 class Readable(Protocol):
@@ -111,15 +117,22 @@ class Tail:
             lines, first = lines[1:], first + 1
         return [(first + i, line.decode("utf-8", "replace")) for i, line in enumerate(lines)]
 
-    def lines_at(self, total_lines: int) -> list[tuple[int, int, str]]:
-        """The complete lines of the tail as (line number, byte offset, text)."""
-        numbered = self.numbered_lines(total_lines)
-        offset = self.seen
-        placed = []
-        for number, text in reversed(numbered):
-            offset -= len(text.encode("utf-8", "surrogateescape")) + 1
-            placed.append((number, max(offset, 0), text))
-        return placed[::-1]
+    def lines_ending(self, ends: Sequence[int], total_lines: int) -> Iterator[tuple[int, int, str]]:
+        """The complete lines of the tail holding the given tail offsets (sorted), each
+        once, as (line number in the log, byte offset in the log, text)."""
+        data = self.data
+        start = self.seen - len(data)  # the log's offset of the tail's first byte
+        pieces = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        first_whole = data.find(b"\n") + 1 if start > 0 else 0  # a tail starting inside a line
+        line, counted, last_begin = total_lines - pieces + 1, 0, -1
+        for end in ends:
+            begin = data.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
+            if begin < first_whole or begin == last_begin:
+                continue
+            line += data.count(b"\n", counted, begin)
+            counted, last_begin = begin, begin
+            stop = data.find(b"\n", begin)
+            yield line, start + begin, data[begin : len(data) if stop < 0 else stop].decode("utf-8", "replace")
 
 
 def tail_text(path: Path) -> str:

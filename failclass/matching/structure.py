@@ -6,8 +6,12 @@ in the root-cause ranking."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterator
 
+import hyperscan
+
+from failclass.logs.text import Tail
 from failclass.logs.tracebacks import exceptions_in
 from failclass.matching.exceptions import ExceptionPattern
 from failclass.matching.matcher import Hit
@@ -23,16 +27,47 @@ class StructureMatcher:
         )
         prefix = re.compile(ruleset.line_start)
         self._strip: Callable[[str], str] = lambda text: text[prefix.match(text).end() :]  # type: ignore[union-attr]
+        names = sorted({name.rsplit(".", 1)[-1] for _, pattern in self.rules for name in pattern.types})
+        # Hyperscan finds, in one pass over the tail, the lines the parser needs: traceback
+        # headers, frames, and lines naming an exception some rule looks for. Any other line
+        # would be skipped by the parser anyway; a tail without such a name is not parsed.
+        self.names = len(names)
+        self._blob = hyperscan.dumpb(_lines_database(names)) if names else None
+        self._local = threading.local()  # a database and scratch per thread: scratch cannot be shared
 
-    def hits(self, lines: Iterable[tuple[int, int, str]]) -> Iterator[Hit]:
+    @property
+    def database(self) -> hyperscan.Database | None:
+        if self._blob is None:
+            return None
+        database = getattr(self._local, "database", None)
+        if database is None:
+            database = self._local.database = hyperscan.loadb(self._blob, hyperscan.HS_MODE_BLOCK)
+            database.scratch = hyperscan.Scratch(database)
+        return database
+
+    def hits(self, tail: Tail, total_lines: int) -> Iterator[Hit]:
         """The first exception each rule matches, as a hit at its exception line."""
-        if not self.rules:
+        database = self.database
+        if database is None:
+            return
+        ends: list[tuple[int, int]] = []
+        database.scan(tail.data, match_event_handler=lambda pid, _s, end, _f, _c: ends.append((pid, end)))
+        if not any(pid < self.names for pid, _ in ends):
             return
         pending = dict(self.rules)
-        for raised in exceptions_in(lines, self._strip):
+        for raised in exceptions_in(tail.lines_ending(sorted({end for _, end in ends}), total_lines), self._strip):
             for rule_id, pattern in list(pending.items()):
                 if pattern.matches(raised):
                     del pending[rule_id]
                     yield Hit(rule_id, raised.offset, raised.line, raised.text.strip()[:600])
             if not pending:
                 return
+
+
+def _lines_database(names: list[str]) -> hyperscan.Database:
+    """Pattern ids below len(names) are the names; then the traceback header and a frame."""
+    expressions = [rb"\b" + re.escape(name.encode()) + rb"\b" for name in names]
+    expressions += [rb"Traceback \(most recent call last\)", rb'File "']
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
+    return database

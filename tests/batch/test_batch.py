@@ -162,15 +162,8 @@ def test_an_enormous_single_line(tmp_path: Path) -> None:
 
 
 def test_killed_for_real_then_resumed_loses_and_repeats_nothing(tmp_path: Path) -> None:
-    source = tmp_path / "many"
-    logs = [ROOT / p for p in LOGS.values()]
-    for n in range(240):
-        folder = source / f"job-{n:03d}"
-        folder.mkdir(parents=True)
-        shutil.copy(logs[n % len(logs)], folder / "out.log")
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "failclass.cli", "--no-model", "batch", str(source), "--out", str(out), "--processes", "1"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    source, out = many_jobs(tmp_path, 240), tmp_path / "out"
+    process = start_batch(source, out, processes=1)
     deadline = time.monotonic() + 120
     while (
         not (out / "results.jsonl").exists() or len((out / "results.jsonl").read_bytes().splitlines()) < 30
@@ -269,3 +262,56 @@ def test_malicious_zip_names_and_the_sample_archive(tmp_path: Path) -> None:
     sample = batch(str(ROOT / "samples" / "attempts.tar.gz"), "--out", str(tmp_path / "samples"))
     assert sample.returncode == 0 and sample.stdout.startswith("14 attempts classified")
     assert len(results(tmp_path / "samples")) == 14
+
+
+def test_killing_the_runner_alone_takes_its_workers_with_it(tmp_path: Path) -> None:
+    source, out = many_jobs(tmp_path, 400), tmp_path / "out"
+    process = start_batch(source, out, processes=2)
+    deadline = time.monotonic() + 120
+    while not (out / "results.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = children_of(process.pid)
+    assert workers, "the runner started no worker process"
+    os.kill(process.pid, signal.SIGKILL)  # the runner only, as an OOM killer or an operator would
+    process.wait()
+    deadline = time.monotonic() + 20
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if alive(pid)], "workers outlived their runner"
+
+
+def many_jobs(base: Path, count: int) -> Path:
+    """A folder of ``count`` jobs, one real log each."""
+    source = base / "many"
+    logs = [ROOT / p for p in LOGS.values()]
+    for n in range(count):
+        folder = source / f"job-{n:03d}"
+        folder.mkdir(parents=True)
+        shutil.copy(logs[n % len(logs)], folder / "out.log")
+    return source
+
+
+def start_batch(source: Path, out: Path, processes: int) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "failclass.cli", "--no-model", "batch", str(source), "--out", str(out)]
+    command += ["--processes", str(processes)]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(pid):
+            found.append(int(status.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in state

@@ -103,3 +103,17 @@ def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
     report = classify_measured(fifo_free)
     assert report["rc"] == 1
     assert "read failed" in report["rows"][0]["error"]
+
+
+def test_pipes_and_fifos_stream_and_nothing_is_skipped(tmp_path: Path) -> None:
+    """`<(cat log)` (a pipe, gzip or not) streams; a FIFO nobody writes to reads as an empty
+    log instead of blocking for ever; the files after them are still classified."""
+    log = ROOT / "samples" / "gpu_oom--nccl_p2p_setup_cuda_oom.log"
+    fifo = tmp_path / "nobody-writes"
+    os.mkfifo(fifo)
+    script = f'"{sys.executable}" -m failclass.cli --no-model classify --json <(cat "{log}") <(gzip -c "{log}") "{fifo}" "{log}"'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [row["reason"] for row in rows] == ["gpu_oom", "gpu_oom", "no_signature", "gpu_oom"]
+    assert rows[2]["bytes"] == 0
