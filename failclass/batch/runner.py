@@ -40,6 +40,8 @@ from failclass.options import ClassifierOptions, build_quietly
 
 DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
 IN_MEMORY_BYTES = 64 << 20  # larger members are classified in the main process, streaming
+CHUNK_MEMBERS = 64  # members per task: a task's overhead is paid once per chunk
+CHUNK_BYTES = 16 << 20  # and a chunk stays small enough to ship
 RESULTS = "results.jsonl"
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
@@ -90,12 +92,12 @@ def worker_classifier(options: ClassifierOptions) -> Classifier:
     return _worker_classifier
 
 
-def classify_member(data: bytes, options: ClassifierOptions) -> dict[str, Any]:
-    """Run in a worker process (local pool or Dask worker)."""
+def classify_members(logs: list[bytes], options: ClassifierOptions) -> list[dict[str, Any]]:
+    """Run in a worker process (local pool or Dask worker): one task classifies a chunk of
+    members, so that a task's overhead (pickling, scheduling) is paid once per chunk."""
     classifier = worker_classifier(options)
-    answer = _summarise(classifier, classifier.examine_bytes(data))
-    answer["worker"] = worker_name()
-    return answer
+    worker = worker_name()
+    return [{**_summarise(classifier, classifier.examine_bytes(data)), "worker": worker} for data in logs]
 
 
 def worker_name() -> str:
@@ -218,8 +220,9 @@ class BatchRun:
     collector: AttemptCollector
     progress: ProgressLine
     summary: Summary
-    window: int
-    in_flight: list[tuple[Any, tuple[str, int], str]] = field(default_factory=list)
+    window: int  # chunks in flight at most
+    chunk: list[tuple[bytes, tuple[str, int], str]] = field(default_factory=list)
+    in_flight: list[tuple[Any, list[tuple[tuple[str, int], str]]]] = field(default_factory=list)
 
     def classify(self, pool: Executor, member: Member, stream: Any, key: tuple[str, int]) -> None:
         """Send one member to the executor (a large one is classified here, streaming)."""
@@ -236,19 +239,25 @@ class BatchRun:
             self.collector.add(key, member.name, None)
             return
         self.summary.bytes += len(data)
-        self.in_flight.append((pool.submit(classify_member, data, self.options), key, member.name))
-        self.drain(self.window)
+        self.chunk.append((data, key, member.name))
+        if len(self.chunk) >= CHUNK_MEMBERS or sum(len(d) for d, _, _ in self.chunk) >= CHUNK_BYTES:
+            self.submit(pool)
+            self.drain(self.window)
+
+    def submit(self, pool: Executor) -> None:
+        """Send the chunk gathered so far as one task."""
+        if self.chunk:
+            logs = [data for data, _, _ in self.chunk]
+            self.in_flight.append((pool.submit(classify_members, logs, self.options), [(k, n) for _, k, n in self.chunk]))
+            self.chunk = []
 
     def drain(self, limit: int) -> None:
-        """Collect answers until at most ``limit`` members are in flight."""
+        """Collect answers until at most ``limit`` chunks are in flight."""
         while len(self.in_flight) > limit:
-            future, key, name = self.in_flight.pop(0)
-            try:
-                answer: dict[str, Any] | None = future.result()
-            except DamagedMember as exc:
-                self.summary.problems.append(str(exc))
-                answer = None
-            self.collector.add(key, name, answer)
+            future, members = self.in_flight.pop(0)
+            answers: list[dict[str, Any]] = future.result()
+            for (key, name), answer in zip(members, answers, strict=True):
+                self.collector.add(key, name, answer)
             self.progress.update(self.collector.written)
 
 
@@ -309,6 +318,7 @@ def run_batch(
                 key = key_of(member)
                 if key in pending:
                     run.classify(pool, member, stream, key)
+        run.submit(pool)
         run.drain(0)
     progress.update(collector.written, force=True)
     if progress.tty:
