@@ -265,12 +265,13 @@ def test_malicious_zip_names_and_the_sample_archive(tmp_path: Path) -> None:
 
 
 def test_killing_the_runner_alone_takes_its_workers_with_it(tmp_path: Path) -> None:
-    source, out = many_jobs(tmp_path, 400), tmp_path / "out"
+    source, out = many_jobs(tmp_path, 3000), tmp_path / "out"
     process = start_batch(source, out, processes=2)
     deadline = time.monotonic() + 120
-    while not (out / "results.jsonl").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
     workers = children_of(process.pid)
+    while not workers and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        workers = children_of(process.pid)
     assert workers, "the runner started no worker process"
     os.kill(process.pid, signal.SIGKILL)  # the runner only, as an OOM killer or an operator would
     process.wait()
