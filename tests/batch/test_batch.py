@@ -316,3 +316,12 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return "State:\tZ" not in state
+
+
+def test_a_manifest_that_names_no_log_of_the_sources_is_an_error(tmp_path: Path) -> None:
+    manifest = tmp_path / "attempts.csv"
+    manifest.write_text("job_id,attempt,user,status,logs\njob-9,1,alice,failed,elsewhere/stdout.log\n")
+    done = batch(str(tree(tmp_path / "src")), "--manifest", str(manifest), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "the manifest lists 1 logs and the sources hold none of them" in done.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists() or not (tmp_path / "out" / "results.jsonl").read_text()
