@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +20,7 @@ import yaml
 from failclass.errors import RuleError
 from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
+from failclass.matching.safety import lint_pattern
 from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxonomy
 from failclass.yamlload import SafeLoader
 
@@ -27,6 +29,7 @@ DEFAULT_PRIORITY = {"explicit": 50, "implicit": 10}
 RULE_ID = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
 SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
 RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
+UNSAFE_RULES_ENV = "FAILCLASS_UNSAFE_RULES"  # refuse (default) or warn
 
 
 @dataclass(frozen=True)
@@ -219,5 +222,26 @@ def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet
                 if rule.id in seen:
                     raise RuleError(rule.path, rule.id, "id", f"duplicate of a rule in {seen[rule.id]}")
                 seen[rule.id] = rule.path
+                if directory != BUILTIN_DIR:  # the built-in rules are linted by the test suite
+                    check_safety(rule)
                 rules.append(rule)
     return RuleSet(tuple(rules), prefixes, taxonomy)
+
+
+def check_safety(rule: Rule) -> None:
+    """An operator's rule with a dangerous pattern (the errors of `rules lint`) is refused,
+    or only warned about with FAILCLASS_UNSAFE_RULES=warn."""
+    for index, pattern in enumerate(rule.patterns):
+        for finding in lint_pattern(rule, index, pattern):
+            if finding.severity != "error":
+                continue
+            if os.environ.get(UNSAFE_RULES_ENV, "refuse") == "warn":
+                warnings.warn(f"{finding} (loaded anyway: {UNSAFE_RULES_ENV}=warn)", UnsafeRuleWarning, stacklevel=2)
+            else:
+                raise RuleError(
+                    rule.path, rule.id, f"patterns[{index}]", f"{finding.message}; set {UNSAFE_RULES_ENV}=warn to load it anyway"
+                )
+
+
+class UnsafeRuleWarning(UserWarning):
+    """An operator's rule failed a safety check and was loaded anyway."""

@@ -5,11 +5,14 @@ would never finish."""
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
+
+import pytest
 
 from failclass.classifier import Classifier
 from failclass.matching.lint import lint
-from failclass.matching.rules import load_rules
+from failclass.matching.rules import UnsafeRuleWarning, load_rules
 
 RULE = """
 reason: cpu_oom
@@ -26,8 +29,13 @@ rules:
 
 
 def findings_for(tmp_path: Path, pattern: str, example: str, extra: str = "") -> list[str]:
+    """What `rules lint` says of an operator's rule (loaded with FAILCLASS_UNSAFE_RULES=warn:
+    the loader itself refuses dangerous patterns, tests/matching/test_loader.py)."""
     (tmp_path / "cpu_oom.yaml").write_text(RULE.format(slug="a", pattern=pattern, example=example) + extra)
-    ruleset = load_rules([tmp_path], builtin=False)
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setenv("FAILCLASS_UNSAFE_RULES", "warn")
+        warnings.simplefilter("ignore", UnsafeRuleWarning)
+        ruleset = load_rules([tmp_path], builtin=False)
     return [str(f) for f in lint(ruleset, Classifier(ruleset).matcher)]
 
 
@@ -65,11 +73,13 @@ def test_built_in_rules_have_no_lint_errors(classifier: Classifier) -> None:
     assert not errors
 
 
-def test_catastrophic_pattern_cannot_stall_the_engine(tmp_path: Path) -> None:
+def test_catastrophic_pattern_cannot_stall_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # (x+x+)+y against a long run of x backtracks exponentially in re/regex/PCRE;
-    # Hyperscan's automata answer in one linear pass.
+    # Hyperscan's automata answer in one linear pass (an operator who insists loads it).
     (tmp_path / "cpu_oom.yaml").write_text(RULE.format(slug="a", pattern="Killed:(x+x+)+y", example="Killed:xxy"))
-    classifier = Classifier(load_rules([tmp_path], builtin=False))
+    monkeypatch.setenv("FAILCLASS_UNSAFE_RULES", "warn")
+    with pytest.warns(UnsafeRuleWarning):
+        classifier = Classifier(load_rules([tmp_path], builtin=False))
     adversarial = b"Killed:" + b"x" * 5_000_000 + b"\n"
     started = time.monotonic()
     result = classifier.classify_bytes(adversarial * 4)

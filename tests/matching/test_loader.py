@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from failclass.classifier import Classifier
 from failclass.errors import RuleError
 from failclass.matching.matcher import Matcher
-from failclass.matching.rules import load_rules
+from failclass.matching.rules import UnsafeRuleWarning, load_rules
 
 GOOD_RULE = """
 reason: gpu_oom
@@ -122,3 +123,20 @@ def test_scaffolded_rule_is_refused_until_it_has_a_real_example(tmp_path: Path) 
     )
     (tmp_path / "gpu_oom.yaml").write_text(filled)
     assert "gpu_oom.site_allocator" in load_rules([tmp_path], builtin=False).by_id()
+
+
+def test_an_operators_catastrophic_pattern_is_refused_or_loaded_with_a_loud_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The errors of `rules lint` stop the loader too, unless the operator says warn."""
+    dangerous = GOOD_RULE.replace(
+        "patterns: ['acme-alloc: device heap exhausted']", "patterns: ['acme-alloc: (device( heap)+)+ exhausted']"
+    )
+    write(tmp_path, "gpu_oom.yaml", dangerous)
+    with pytest.raises(RuleError, match=r"rule gpu_oom\.site_allocator: field 'patterns\[0\]': .*nests unbounded quantifiers"):
+        load_rules([tmp_path])
+    monkeypatch.setenv("FAILCLASS_UNSAFE_RULES", "warn")
+    with pytest.warns(UnsafeRuleWarning, match="nests unbounded quantifiers"):
+        assert "gpu_oom.site_allocator" in load_rules([tmp_path]).by_id()
+    done = run_cli("--rules-dir", str(tmp_path), "classify", "samples/README.md")
+    assert done.returncode == 0 and "nests unbounded quantifiers" in done.stderr

@@ -1,0 +1,95 @@
+"""Whether a pattern is safe to hand to a backtracking engine: no nested unbounded
+quantifiers, a required literal, no accidental line-crossing. `failclass rules lint` runs
+these checks over every rule, and the loader runs them over an operator's rules."""
+
+from __future__ import annotations
+
+import re
+import re._parser as sre_parse  # Python's own regex parser: a real AST, no guessing
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Rule(Protocol):
+    """What the checks read of a rule (failclass.matching.rules.Rule has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def ignore_case(self) -> bool: ...
+
+
+MIN_LITERAL = 3
+UNBOUNDED = sre_parse.MAXREPEAT
+REPEATS = (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT)
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" or "warning"
+    rule_id: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.path}: rule {self.rule_id}: {self.message}"
+
+
+def _walk(parsed: Any) -> Iterator[tuple[Any, Any]]:
+    for op, arg in parsed:
+        yield op, arg
+        if op in REPEATS:
+            yield from _walk(arg[2])
+        elif op is sre_parse.SUBPATTERN:
+            yield from _walk(arg[-1])
+        elif op is sre_parse.BRANCH:
+            for branch in arg[1]:
+                yield from _walk(branch)
+
+
+def _has_unbounded_repeat(parsed: Any) -> bool:
+    return any(op in REPEATS and arg[1] == UNBOUNDED for op, arg in _walk(parsed))
+
+
+def nested_unbounded(parsed: Any) -> bool:
+    """True for shapes like (a+)+ or (.*x)* that backtrack exponentially."""
+    for op, arg in _walk(parsed):
+        if op in REPEATS and arg[1] == UNBOUNDED and _has_unbounded_repeat(arg[2]):
+            return True
+    return False
+
+
+def longest_required_literal(parsed: Any) -> int:
+    """Length of the longest run of literal characters every match must contain."""
+    best = run = 0
+    for op, arg in parsed:
+        if op is sre_parse.LITERAL:
+            run += 1
+            best = max(best, run)
+            continue
+        run = 0
+        if op is sre_parse.SUBPATTERN:
+            best = max(best, longest_required_literal(arg[-1]))
+        elif op in REPEATS and arg[0] >= 1:
+            best = max(best, longest_required_literal(arg[2]))
+        elif op is sre_parse.BRANCH:
+            best = max(best, min(longest_required_literal(b) for b in arg[1]))
+    return best
+
+
+def lint_pattern(rule: Rule, index: int, pattern: str) -> Iterator[Finding]:
+    where = f"patterns[{index}]"
+    try:
+        parsed = sre_parse.parse(pattern, re.IGNORECASE if rule.ignore_case else 0)
+    except re.error as exc:
+        yield Finding("error", rule.id, rule.path, f"{where} does not parse: {exc}")
+        return
+    if nested_unbounded(parsed):
+        yield Finding("error", rule.id, rule.path, f"{where} nests unbounded quantifiers (catastrophic backtracking)")
+    if longest_required_literal(parsed) < MIN_LITERAL:
+        yield Finding("error", rule.id, rule.path, f"{where} has no required literal of {MIN_LITERAL}+ characters")
+    if "\\s" in pattern or "\\n" in pattern:
+        yield Finding("warning", rule.id, rule.path, f"{where} uses \\s or \\n, which can match across lines; use [ \\t]")
