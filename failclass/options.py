@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from failclass.classifier import Classifier
-from failclass.errors import ConfigError
 from failclass.matching.rules import RuleSet, load_rules
-from failclass.model.artifact import LoadedModel, ModelError, load_configured
+from failclass.model.artifact import LoadedModel, load_configured
 
 
 @dataclass(frozen=True)
@@ -53,5 +52,3 @@ def build_quietly(options: ClassifierOptions) -> Classifier:
     """For worker processes, whose parent already reported any warning."""
     return options.build(_ignore)
 
-
-__all__ = ["ClassifierOptions", "ConfigError", "ModelError", "build_quietly"]

@@ -54,6 +54,3 @@ def region_lines(text: str) -> list[str]:
     lines = text.split("\n")
     return [normalise_line(segment(lines[i])) for i in region_indices(lines)]
 
-
-def region_text(text: str) -> str:
-    return "\n".join(region_lines(text))

@@ -13,7 +13,7 @@ from conftest import run_cli
 from sklearn.base import clone
 
 from failclass.classifier import Classifier
-from failclass.logs.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_text
+from failclass.logs.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_lines
 from failclass.logs.text import Tail, blocks_of_text, tail_text
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.model.artifact import ModelError, load, save
@@ -69,7 +69,7 @@ def test_region_is_trouble_near_the_end_and_the_last_lines() -> None:
     progress = [f"step {i} loss 0.5" for i in range(100)]
     lines = progress + ["RuntimeError: boom"] + progress[:FINAL_LINES]
     assert region_indices(lines) == [100] + list(range(101, 101 + FINAL_LINES))
-    assert region_text("a\n\nb\rc\n").split("\n") == ["a", "c"]
+    assert region_lines("a\n\nb\rc\n") == ["a", "c"]
 
 
 @pytest.mark.parametrize("ending", [b"\n", b""])
