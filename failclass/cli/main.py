@@ -14,6 +14,7 @@ from failclass.cli.hook import hook
 from failclass.cli.model import evaluate_command, label, train
 from failclass.cli.rules import rules
 from failclass.cli.serve import db, serve, token
+from failclass.cli.waste import waste
 from failclass.options import ClassifierOptions
 
 
@@ -45,7 +46,7 @@ def main(
     ctx.obj = ClassifierOptions(tuple(rules_dirs), model, no_model, model_threshold)
 
 
-for command in (classify, rules, train, evaluate_command, label, report, simulate, batch, serve, db, token, hook):
+for command in (classify, rules, train, evaluate_command, label, report, simulate, batch, serve, db, token, hook, waste):
     main.add_command(command)
 
 if __name__ == "__main__":

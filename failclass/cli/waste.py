@@ -1,0 +1,106 @@
+"""`failclass waste`: GPU time held but not used, from utilisation signals and job logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from failclass.cli.common import input_failure
+from failclass.errors import ConfigError, InputError
+
+
+@click.group()
+def waste() -> None:
+    """GPU time jobs hold but do not use: idle slots, never-used GPUs, low utilisation and its causes."""
+
+
+@waste.command("report")
+@click.argument("signals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--jobs",
+    "jobs_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Jobs file (CSV or JSON Lines): job, user, cluster, kind, gpus, start, end, log.",
+)
+@click.option(
+    "--causes",
+    "causes_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Causes file instead of the built-in one.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Interactive jobs' time limit in hours (to count those that ran into it).",
+)
+@click.option(
+    "--idle-slot",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Seconds of zero utilisation and memory that make an idle slot.",
+)
+@click.option(
+    "--low",
+    type=click.FloatRange(0, 100),
+    default=50.0,
+    show_default=True,
+    help="A job with U at or below this (percent) is low.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows in the text report's tables.")
+@click.pass_context
+def report(
+    ctx: click.Context,
+    signals: tuple[Path, ...],
+    jobs_file: Path | None,
+    causes_file: Path | None,
+    time_limit: float | None,
+    idle_slot: float,
+    low: float,
+    fmt: str,
+    top: int,
+) -> None:
+    """Report waste from SIGNALS: DCGM exporter scrapes (.prom), Prometheus range-query
+    JSON, nvidia-smi CSV logs (named after their node) or failclass Parquet samples."""
+    from failclass.waste.analyse import WasteOptions, analyse
+    from failclass.waste.causes import CAUSES
+    from failclass.waste.measure import Thresholds
+    from failclass.waste.report import to_json, to_text
+
+    options = WasteOptions(
+        jobs_file,
+        causes_file or CAUSES,
+        Thresholds(idle_slot_s=idle_slot, low_util_pct=low),
+        time_limit * 3600 if time_limit else None,
+    )
+    try:
+        built = analyse(signals, options)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except InputError as exc:
+        input_failure(ctx, exc)
+        return
+    if not built.jobs:
+        click.echo("no readings belong to a job: give --jobs with the jobs' GPUs and times, or signals with job labels", err=True)
+        ctx.exit(1)
+    click.echo(to_json(built) if fmt == "json" else to_text(built, top), nl=False)
+
+
+@waste.command("generate")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--jobs", "job_count", type=click.IntRange(1, 10_000_000), default=400, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--interval", type=click.FloatRange(1, 3600), default=15.0, show_default=True, help="Seconds between readings.")
+@click.option(
+    "--nodes", type=click.IntRange(min=0), default=0, show_default=True, help="8-GPU nodes the jobs share (0: one node per job)."
+)
+@click.option("--days", type=click.FloatRange(min=0.01), default=7.0, show_default=True, help="Days over which the jobs start.")
+def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: int, days: float) -> None:
+    """Write a trace with planted waste, calibrated to CloudBrain-I and Gao et al., into FOLDER
+    (samples.parquet, jobs.csv, logs/, planted.json)."""
+    from failclass.waste.generate import TraceSpec, write_trace
+
+    jobs = write_trace(TraceSpec(jobs=job_count, interval_s=interval, seed=seed, nodes=nodes, span_days=days), folder)
+    click.echo(f"{len(jobs)} jobs written to {folder}")

@@ -1,0 +1,102 @@
+"""The waste use case: signals and a jobs file in, a ``WasteReport`` out.
+
+Parquet tables stream a batch at a time (a job cut by a batch boundary is carried into
+the next batch), so a month of a large cluster never sits in memory at once; the text
+formats are read whole (they are limited in size at the edge)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from failclass.waste.allocation import JobAllocation, assign, read_jobs
+from failclass.waste.causes import CAUSES, Cause, load_causes
+from failclass.waste.explain import explain
+from failclass.waste.formats import read_signal
+from failclass.waste.formats.parquet import iter_parquet
+from failclass.waste.loss import Convergence, convergence, has_loss
+from failclass.waste.measure import Thresholds, measure
+from failclass.waste.report import IntervalRow, WasteReport, build, interval_rows
+from failclass.waste.samples import GpuSamples, concat
+from failclass.waste.summary import JobWaste, by_group, headline, job_waste
+from failclass.waste.timeline import Timeline, read_timeline
+
+
+@dataclass(frozen=True)
+class WasteOptions:
+    jobs_file: Path | None = None
+    causes_file: Path = CAUSES
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    time_limit_s: float | None = None
+
+
+def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions()) -> WasteReport:
+    jobs = {job.job: job for job in (read_jobs(options.jobs_file) if options.jobs_file else [])}
+    causes = load_causes(options.causes_file)
+    timelines = {name: _timeline(job, causes) for name, job in jobs.items() if job.log}
+    wastes: list[JobWaste] = []
+    intervals: list[IntervalRow] = []
+    for batch in _batches(signals, list(jobs.values())):
+        measured = measure(batch, options.thresholds)
+        wastes += job_waste(measured, jobs, options.thresholds)
+        intervals += interval_rows(measured, explain(measured, causes, jobs, timelines))
+    converged = _convergence(wastes, jobs, timelines)
+    top = headline(wastes, jobs, options.time_limit_s)
+    return build(top, wastes, (by_group(wastes, "user"), by_group(wastes, "cluster")), intervals, causes, converged)
+
+
+def _batches(signals: Sequence[Path], jobs: list[JobAllocation]) -> Iterator[GpuSamples]:
+    texts = [path for path in signals if not _is_parquet(path)]
+    if texts:
+        yield assign(concat([read_signal(path) for path in texts]), jobs)
+    for path in signals:
+        if _is_parquet(path):
+            yield from _whole_jobs(assign(batch, jobs) for batch in iter_parquet(path))
+
+
+def _whole_jobs(batches: Iterator[GpuSamples]) -> Iterator[GpuSamples]:
+    """Batches in which no job is cut: the last job of each batch waits for the next one."""
+    carry: GpuSamples | None = None
+    for batch in batches:
+        if carry is not None:
+            batch = concat([carry, batch])
+        if not len(batch):
+            continue
+        last = batch.jobs[batch.job[-1]]
+        tail = np.asarray([name == last for name in batch.jobs])[batch.job]
+        carry = batch.take(np.flatnonzero(tail))
+        if (~tail).any():
+            yield batch.take(np.flatnonzero(~tail))
+    if carry is not None and len(carry):
+        yield carry
+
+
+def _timeline(job: JobAllocation, causes: Sequence[Cause]) -> Timeline:
+    assert job.log is not None
+    wanted = [c.log for c in causes if c.log and c.detectable]
+    return read_timeline(job.log, lambda line: has_loss(line) or any(log.matches(line) for log in wanted))
+
+
+def _convergence(
+    wastes: list[JobWaste], jobs: dict[str, JobAllocation], timelines: dict[str, Timeline]
+) -> dict[str, Convergence]:
+    found = {}
+    for waste in wastes:
+        if waste.job in timelines:
+            end = jobs[waste.job].end if waste.job in jobs else math.nan
+            result = convergence(timelines[waste.job], end, waste.gpus)
+            if result is not None:
+                found[waste.job] = result
+    return found
+
+
+def _is_parquet(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"PAR1"
+    except OSError:
+        return False

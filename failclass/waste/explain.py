@@ -1,0 +1,123 @@
+"""Name the likely cause of each low-utilisation interval: the job's log laid over the
+interval (checkpoint saves, installs, downloads, a finished run left idling...) and the
+GPU's series (peak memory against total, the job's other GPUs), with the evidence lines."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from failclass.waste.allocation import JobAllocation
+from failclass.waste.causes import Cause
+from failclass.waste.measure import Measured
+from failclass.waste.timeline import Timeline
+
+SLACK_S = 60.0  # a log line this close to an interval's edges counts as inside it
+MAX_EVIDENCE = 3
+
+
+@dataclass(frozen=True)
+class Explanation:
+    interval: int  # row in Measured.intervals
+    cause: str  # a cause id, or "" when nothing explains it
+    evidence: tuple[str, ...]
+
+
+def explain(
+    measured: Measured, causes: Sequence[Cause], jobs: Mapping[str, JobAllocation], timelines: Mapping[str, Timeline]
+) -> list[Explanation]:
+    iv, use, names = measured.intervals, measured.gpus, measured.samples.jobs
+    peak = {
+        (int(j), int(n), int(g)): (float(p), float(t))
+        for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total)
+    }
+    used = {int(j) for j, never in zip(use.job, use.never_used) if not never}
+    size = len(names)
+    job_end = np.full(size, -np.inf)
+    np.maximum.at(job_end, use.job, use.start + use.held_s)
+    idle_share = np.bincount(use.job, weights=use.idle_s, minlength=size) / np.maximum(
+        np.bincount(use.job, weights=use.held_s, minlength=size), 1e-9
+    )
+    found = []
+    for row in range(len(iv.kind)):
+        code = int(iv.job[row])
+        name = names[code]
+        facts = _Facts(
+            kind=str(iv.kind[row]),
+            start=float(iv.start[row]),
+            end=float(iv.end[row]),
+            job_end=float(job_end[code]),
+            peak_pct=_pct(*peak[(code, int(iv.node[row]), int(iv.gpu[row]))]),
+            other_gpus_used=code in used,
+            job_kind=jobs[name].kind if name in jobs else "batch",
+            idle_share=float(idle_share[code]),
+        )
+        found.append(_first_cause(row, facts, causes, timelines.get(name)))
+    return found
+
+
+@dataclass(frozen=True)
+class _Facts:
+    kind: str
+    start: float
+    end: float
+    job_end: float
+    peak_pct: float
+    other_gpus_used: bool
+    job_kind: str
+    idle_share: float
+
+
+def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Timeline | None) -> Explanation:
+    for cause in causes:
+        if not cause.detectable or facts.kind not in cause.intervals or not _series_hold(cause.series, facts):
+            continue
+        if cause.log is None and not cause.declared_kind:
+            return Explanation(row, cause.id, ())
+        evidence = _log_evidence(cause, facts, timeline) if cause.log else ()
+        if not evidence and cause.declared_kind and facts.job_kind == cause.declared_kind:
+            evidence = (f"the jobs file declares the job {cause.declared_kind}",)
+        if evidence:
+            return Explanation(row, cause.id, evidence)
+    return Explanation(row, "", ())
+
+
+def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
+    checks = {
+        "peak_memory_below_pct": lambda v: facts.peak_pct < float(v),
+        "peak_memory_above_pct": lambda v: facts.peak_pct > float(v),
+        "other_gpus_used": lambda v: facts.other_gpus_used == bool(v),
+        "job_kind": lambda v: facts.job_kind == v,
+        "min_idle_share": lambda v: facts.idle_share >= float(v),
+    }
+    return all(checks[name](value) for name, value in series.items())
+
+
+def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None) -> tuple[str, ...]:
+    assert cause.log is not None
+    if timeline is None:
+        return ()
+    hits = [line for line in timeline.lines if cause.log.matches(line.body)]
+    where = cause.log.where
+    if where == "anywhere":
+        chosen = hits
+    elif not timeline.timed:
+        return ()  # an untimed log cannot place a line in the interval
+    elif where == "during":
+        chosen = [h for h in hits if facts.start - SLACK_S <= h.ts <= facts.end + SLACK_S]
+    elif where == "before_idle_to_end":
+        ends_job = facts.end >= facts.job_end - SLACK_S
+        chosen = [h for h in hits if h.ts <= facts.start + SLACK_S] if ends_job else []
+    else:  # span: first to last matching line lasts long enough and overlaps the interval
+        timed = [h for h in hits if not math.isnan(h.ts)]
+        long_enough = timed and timed[-1].ts - timed[0].ts >= cause.log.min_span_s
+        overlaps = long_enough and timed[0].ts <= facts.end + SLACK_S and timed[-1].ts >= facts.start - SLACK_S
+        chosen = [timed[0], timed[-1]] if overlaps else []
+    return tuple(line.text.strip()[:300] for line in chosen[:MAX_EVIDENCE])
+
+
+def _pct(peak: float, total: float) -> float:
+    return 100 * peak / total if total and math.isfinite(total) else math.nan

@@ -1,0 +1,218 @@
+"""The measures of GPU time held but not used, vectorised over one sample table.
+
+Definitions (and the studies they come from):
+- U_i, a GPU's utilisation: the time-weighted mean of its readings over the job's life;
+  U, the job's: the mean of its U_i; a job with U <= 50 % is low (Gao et al., ICSE 2024).
+- An idle slot: at least 60 s in which the GPU shows utilisation 0 and memory 0; a
+  never-used GPU: one a job held and never touched (Yang et al., CloudBrain-I).
+- A stable phase: longer than 240 s with more than 2 GiB of its memory idle (CloudBrain-I).
+- A sudden drop: at least 60 s below the GPU's median minus three (robust) standard
+  deviations of its active readings; persistently low: U_i <= 50 % without being mostly idle.
+
+A reading stands for the time until the next one of its GPU; the last one, and any gap
+longer than ``max_gap_s`` (missing data, not time held), counts the table's usual interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from failclass.waste.samples import GpuSamples
+
+IDLE, DROP, LOW, NEVER_USED = "idle_slot", "sudden_drop", "persistently_low", "never_used"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    idle_slot_s: float = 60.0
+    stable_phase_s: float = 240.0
+    stable_idle_mib: float = 2048.0
+    low_util_pct: float = 50.0
+    drop_sigmas: float = 3.0
+    drop_min_s: float = 60.0
+    max_gap_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """One GPU of one job (a segment of the sorted table), as parallel arrays."""
+
+    job: np.ndarray  # int32 codes into the samples' jobs
+    node: np.ndarray
+    gpu: np.ndarray
+    start: np.ndarray  # first reading, Unix s
+    held_s: np.ndarray  # time covered by readings
+    util: np.ndarray  # U_i, percent
+    mem_mean: np.ndarray  # MiB, time-weighted
+    mem_peak: np.ndarray
+    mem_total: np.ndarray
+    idle_s: np.ndarray  # time in idle slots
+    never_used: np.ndarray  # bool
+    stable_phases: np.ndarray  # count
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """Low-utilisation intervals: idle slots, sudden drops, persistently low GPUs."""
+
+    kind: np.ndarray  # str
+    job: np.ndarray
+    node: np.ndarray
+    gpu: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    util: np.ndarray  # mean utilisation inside
+    mem: np.ndarray  # mean memory inside, MiB
+
+
+@dataclass(frozen=True)
+class Measured:
+    samples: GpuSamples
+    gpus: GpuUse
+    intervals: Intervals
+
+
+def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measured:
+    """Every measure of ``samples`` (any order; rows of the unknown job are ignored)."""
+    known = np.asarray([name != "" for name in samples.jobs] or [False])[samples.job]
+    table = samples.take(np.flatnonzero(known)).sorted()
+    if not len(table):
+        return Measured(table, _empty_use(), _intervals([]))
+    change = np.ones(len(table), dtype=bool)
+    change[1:] = (table.job[1:] != table.job[:-1]) | (table.node[1:] != table.node[:-1]) | (table.gpu[1:] != table.gpu[:-1])
+    first = np.flatnonzero(change)
+    segment = np.cumsum(change) - 1
+    dt = _durations(table.ts, change, thresholds.max_gap_s)
+    mem = np.nan_to_num(table.mem_used, nan=0.0)
+    held = np.add.reduceat(dt, first)
+    idle = (table.util == 0) & (mem == 0)
+    idle_runs = _runs(idle, change, dt, thresholds.idle_slot_s)
+    idle_s = np.bincount(segment[idle_runs.first], weights=idle_runs.seconds, minlength=len(first))
+    free = table.mem_total - mem
+    stable = _runs(free > thresholds.stable_idle_mib, change, dt, thresholds.stable_phase_s, strict=True)
+    use = GpuUse(
+        table.job[first],
+        table.node[first],
+        table.gpu[first],
+        table.ts[first],
+        held,
+        np.add.reduceat(table.util * dt, first) / held,
+        np.add.reduceat(mem * dt, first) / held,
+        np.maximum.reduceat(mem, first),
+        np.fmax.reduceat(table.mem_total, first),
+        idle_s,
+        np.logical_and.reduceat(idle, first),
+        np.bincount(segment[stable.first], minlength=len(first)),
+    )
+    drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds), change, dt, thresholds.drop_min_s)
+    low = np.flatnonzero((use.util <= thresholds.low_util_pct) & (idle_s < 0.5 * held))
+    parts = [
+        _run_intervals(NEVER_USED, table, idle_runs.take(use.never_used[segment[idle_runs.first]]), dt, mem),
+        _run_intervals(IDLE, table, idle_runs.take(~use.never_used[segment[idle_runs.first]]), dt, mem),
+        _run_intervals(DROP, table, drops, dt, mem),
+        _segment_intervals(LOW, use, low),
+    ]
+    return Measured(table, use, _intervals(parts))
+
+
+@dataclass(frozen=True)
+class _Runs:
+    first: np.ndarray  # row of the run's first reading
+    last: np.ndarray
+    seconds: np.ndarray
+
+    def take(self, keep: np.ndarray) -> _Runs:
+        return _Runs(self.first[keep], self.last[keep], self.seconds[keep])
+
+
+def _durations(ts: np.ndarray, change: np.ndarray, max_gap_s: float) -> np.ndarray:
+    dt = np.empty(len(ts), dtype=np.float64)
+    dt[:-1] = ts[1:] - ts[:-1]
+    ends = np.append(change[1:], True)
+    usual = float(np.median(dt[~ends])) if (~ends).any() else 1.0
+    dt[ends] = usual
+    dt[(dt > max_gap_s) | (dt < 0)] = usual
+    return dt
+
+
+def _runs(mask: np.ndarray, change: np.ndarray, dt: np.ndarray, min_s: float, strict: bool = False) -> _Runs:
+    """Maximal runs of ``mask`` inside segments lasting at least (or, strict, more than) ``min_s``."""
+    starts = mask & (change | ~np.roll(mask, 1))
+    starts[0] = mask[0]
+    rows = np.flatnonzero(mask)
+    if not len(rows):
+        empty = np.empty(0, dtype=np.int64)
+        return _Runs(empty, empty, np.empty(0))
+    run = np.cumsum(starts)[rows] - 1
+    seconds = np.bincount(run, weights=dt[rows])
+    first = np.flatnonzero(starts)
+    last = np.append(rows[np.flatnonzero(np.diff(run))], rows[-1])
+    keep = seconds > min_s if strict else seconds >= min_s
+    return _Runs(first[keep], last[keep], seconds[keep])
+
+
+def _below_three_sigma(table: GpuSamples, segment: np.ndarray, first: np.ndarray, idle: np.ndarray, t: Thresholds) -> np.ndarray:
+    """Active readings below median - k * sigma of their GPU's active readings, with the
+    robust sigma 1.4826 * MAD, so that frequent drops do not widen the band that finds them."""
+    active = np.flatnonzero(~idle)
+    median = _segment_median(table.util[active].astype(np.float64), segment[active], len(first))
+    deviation = np.abs(table.util[active] - median[segment[active]])
+    sigma = 1.4826 * _segment_median(deviation, segment[active], len(first))
+    below = np.zeros(len(table), dtype=bool)
+    floor = median - t.drop_sigmas * np.maximum(sigma, 1.0)  # a flat series still tolerates 1 point of noise
+    below[active] = table.util[active] < floor[segment[active]]
+    return below
+
+
+def _segment_median(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
+    order = np.lexsort((values, segment))
+    counts = np.bincount(segment, minlength=segments)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    ordered = values[order]
+    median = np.full(segments, np.nan)
+    present = counts > 0
+    low = starts[present] + (counts[present] - 1) // 2
+    high = starts[present] + counts[present] // 2
+    median[present] = (ordered[low] + ordered[high]) / 2
+    return median
+
+
+def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, mem: np.ndarray) -> Intervals:
+    cum_util = np.concatenate(([0.0], np.cumsum(table.util * dt)))
+    cum_mem = np.concatenate(([0.0], np.cumsum(mem * dt)))
+    span = lambda cum: (cum[runs.last + 1] - cum[runs.first]) / runs.seconds
+    return Intervals(
+        np.full(len(runs.first), kind, dtype=object),
+        table.job[runs.first],
+        table.node[runs.first],
+        table.gpu[runs.first],
+        table.ts[runs.first],
+        table.ts[runs.last] + dt[runs.last],
+        span(cum_util),
+        span(cum_mem),
+    )
+
+
+def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
+    return Intervals(
+        np.full(len(rows), kind, dtype=object),
+        use.job[rows],
+        use.node[rows],
+        use.gpu[rows],
+        use.start[rows],
+        use.start[rows] + use.held_s[rows],
+        use.util[rows],
+        use.mem_mean[rows],
+    )
+
+
+def _intervals(parts: list[Intervals]) -> Intervals:
+    if not parts:
+        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(8)))
+    return Intervals(*(np.concatenate([getattr(p, f) for p in parts]) for f in Intervals.__dataclass_fields__))
+
+
+def _empty_use() -> GpuUse:
+    return GpuUse(*(np.empty(0) for _ in GpuUse.__dataclass_fields__))

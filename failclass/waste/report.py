@@ -1,0 +1,185 @@
+"""The waste report: the cluster's headline figures, the causes ranked by GPU-hours,
+the jobs, users and virtual clusters that waste most, every explained interval with its
+evidence and fix, and early-termination advice; rendered as text or JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from failclass.waste.causes import Cause
+from failclass.waste.explain import Explanation
+from failclass.waste.loss import Convergence
+from failclass.waste.measure import Measured
+from failclass.waste.summary import GroupWaste, Headline, JobWaste
+
+UNEXPLAINED = "unexplained"
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    job: str
+    node: str
+    gpu: int
+    kind: str
+    start: str  # ISO 8601, UTC
+    minutes: float
+    util: float
+    cause: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CauseRow:
+    cause: str
+    name: str
+    dimension: str
+    intervals: int
+    jobs: int
+    gpu_h: float
+    fix: str
+
+
+@dataclass(frozen=True)
+class ConvergenceRow:
+    job: str
+    loss_values: int
+    best_loss: float
+    within_at_pct: float  # of the run, when the loss came within 0.1 % of its best
+    after_gpu_h: float | None
+
+
+@dataclass(frozen=True)
+class WasteReport:
+    headline: Headline
+    causes: list[CauseRow]
+    jobs: list[JobWaste]
+    users: list[GroupWaste]
+    clusters: list[GroupWaste]
+    intervals: list[IntervalRow]
+    convergence: list[ConvergenceRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def interval_rows(measured: Measured, explanations: Sequence[Explanation]) -> list[IntervalRow]:
+    iv, table = measured.intervals, measured.samples
+    return [
+        IntervalRow(
+            table.jobs[iv.job[e.interval]],
+            table.nodes[iv.node[e.interval]],
+            int(iv.gpu[e.interval]),
+            str(iv.kind[e.interval]),
+            _iso(float(iv.start[e.interval])),
+            round(float(iv.end[e.interval] - iv.start[e.interval]) / 60, 2),
+            round(float(iv.util[e.interval]), 2),
+            e.cause or UNEXPLAINED,
+            e.evidence,
+        )
+        for e in explanations
+    ]
+
+
+def build(
+    headline: Headline,
+    jobs: list[JobWaste],
+    groups: tuple[list[GroupWaste], list[GroupWaste]],
+    intervals: list[IntervalRow],
+    causes: Sequence[Cause],
+    convergence: Mapping[str, Convergence],
+) -> WasteReport:
+    known = {cause.id: cause for cause in causes}
+    totals: dict[str, tuple[int, set[str], float]] = {}
+    for row in intervals:
+        count, job_set, hours = totals.get(row.cause, (0, set(), 0.0))
+        job_set.add(row.job)
+        totals[row.cause] = (count + 1, job_set, hours + row.minutes / 60 * (1 - row.util / 100))
+    cause_rows = [
+        CauseRow(
+            cause,
+            known[cause].name if cause in known else "No cause found in the log or the series",
+            known[cause].dimension if cause in known else "-",
+            count,
+            len(job_set),
+            round(hours, 3),
+            known[cause].fix if cause in known else "Look at the job's timeline; failclass found no evidence.",
+        )
+        for cause, (count, job_set, hours) in totals.items()
+    ]
+    converged = [
+        ConvergenceRow(
+            job, c.points, c.best, round(100 * c.within_at, 1), None if math.isnan(c.after_gpu_h) else round(c.after_gpu_h, 3)
+        )
+        for job, c in sorted(convergence.items())
+    ]
+    return WasteReport(
+        headline,
+        sorted(cause_rows, key=lambda c: -c.gpu_h),
+        sorted(jobs, key=lambda j: -j.unused_gpu_h),
+        groups[0],
+        groups[1],
+        sorted(intervals, key=lambda row: -row.minutes),
+        converged,
+    )
+
+
+def to_json(report: WasteReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def to_text(report: WasteReport, top: int = 10) -> str:
+    h = report.headline
+    out = [
+        f"GPU time held but not used: {h.jobs} jobs, {h.gpus_held_h:,.1f} GPU-hours held",
+        f"  low-utilisation jobs (U <= 50%): {h.low_jobs_pct:.1f}%",
+        f"  idle-slot share of GPU time: interactive {h.interactive_idle_pct:.2f}%, batch {h.batch_idle_pct:.2f}%",
+        f"  multi-GPU jobs with a never-used GPU: {h.multi_gpu_never_used_pct:.2f}%",
+        f"  jobs with several stable phases: {h.several_stable_phases_pct:.2f}%",
+    ]
+    if h.interactive_at_limit_pct is not None:
+        out.append(f"  interactive jobs that ran into the time limit: {h.interactive_at_limit_pct:.2f}%")
+    out += ["", "Causes, by GPU-hours lost in their intervals:"]
+    out += [
+        f"  {c.gpu_h:10.2f} h  {c.intervals:5d} intervals  {c.jobs:4d} jobs  {c.name} [{c.dimension}]\n      fix: {c.fix}"
+        for c in report.causes
+    ]
+    out += ["", f"Jobs wasting most (top {top}):", "  job            user      U%   held h  unused h  idle h  never-used  shape"]
+    for j in report.jobs[:top]:
+        out.append(
+            f"  {j.job:<14} {j.user:<8} {j.util:5.1f} {j.held_gpu_h:8.2f} {j.unused_gpu_h:9.2f} {j.idle_gpu_h:7.2f}"
+            f" {j.never_used_gpus:6d}/{j.gpus:<4d} {j.shape or '-'}"
+        )
+    out += ["", "Users wasting most:"] + [
+        f"  {g.name:<12} {g.unused_gpu_h:9.2f} unused GPU-h of {g.held_gpu_h:.2f} ({g.low_jobs}/{g.jobs} jobs low)"
+        for g in report.users[:top]
+    ]
+    out += ["", "Virtual clusters:"] + [
+        f"  {g.name:<12} {g.unused_gpu_h:9.2f} unused GPU-h of {g.held_gpu_h:.2f}" for g in report.clusters[:top]
+    ]
+    out += ["", f"Longest intervals (top {top}), with evidence:"]
+    for row in report.intervals[:top]:
+        out.append(
+            f"  {row.job} {row.node}:{row.gpu} {row.kind} at {row.start} for {row.minutes:.1f} min (util {row.util:.1f}%): {row.cause}"
+        )
+        out += [f"      | {line}" for line in row.evidence]
+    late = [c for c in report.convergence if c.after_gpu_h]
+    if report.convergence:
+        out += ["", "Early termination: GPU time after the loss came within 0.1% of its best"]
+        early = sum(c.within_at_pct <= 40 for c in report.convergence)
+        out.append(
+            f"  {early} of {len(report.convergence)} runs got there within 40% of their time; {sum(c.after_gpu_h or 0 for c in late):,.2f} GPU-h spent after"
+        )
+        out += [
+            f"  {c.job:<14} at {c.within_at_pct:5.1f}% of the run, {c.after_gpu_h:.2f} GPU-h after"
+            for c in sorted(late, key=lambda c: -(c.after_gpu_h or 0))[:top]
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")

@@ -1,0 +1,87 @@
+"""A job's log as timed lines, so its messages can be laid over the GPU series.
+
+A line's time is the first date-time in its first 64 characters (``2024-05-01 12:00:00,123``,
+``2024/05/01 12:00:00``, ``2024-05-01T12:00:00.123Z``, Jupyter's ``[I 2024-05-01 ...]``);
+a line without one takes its predecessor's. A log with no time at all cannot be aligned:
+its lines still count as evidence for the whole job.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from failclass.errors import InputError
+from failclass.logs.text import open_log, strip_ansi
+
+_STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
+HEAD = 64
+MAX_KEPT_LINES = 200_000  # evidence and loss lines kept from one log; later ones are dropped
+MAX_LINE_CHARS = 4096
+
+
+_PREFIX = re.compile(r"^\[?\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
+
+
+@dataclass(frozen=True)
+class TimedLine:
+    ts: float  # NaN before the first timed line, or in an untimed log
+    text: str
+
+    @property
+    def body(self) -> str:
+        """The line without a collector's leading time stamp (kubectl logs --timestamps, ts)."""
+        return _PREFIX.sub("", self.text, count=1)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    lines: tuple[TimedLine, ...]
+    timed: bool  # whether any line carried a time
+
+
+def read_timeline(path: Path, keep: Callable[[str], bool]) -> Timeline:
+    """The lines of a log that ``keep`` wants, timed; the whole log streams through."""
+    try:
+        with open_log(path) as stream:
+            text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+            return timeline_of((_plain(line)[:MAX_LINE_CHARS] for line in text), keep)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+
+
+def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line: True) -> Timeline:
+    kept: list[TimedLine] = []
+    current, timed = math.nan, False
+    for line in lines:
+        stamp = _time(line[:HEAD])
+        if stamp is not None:
+            current, timed = stamp, True
+        timed_line = TimedLine(current, line.rstrip("\r\n"))
+        if len(kept) < MAX_KEPT_LINES and keep(timed_line.body):
+            kept.append(timed_line)
+    return Timeline(tuple(kept), timed)
+
+
+def _time(head: str) -> float | None:
+    match = _STAMP.search(head)
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
+    except ValueError:
+        return None
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:]))
+    return moment.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def _plain(line: str) -> str:
+    return line if "\x1b" not in line else strip_ansi(line.encode()).decode("utf-8", "replace")
