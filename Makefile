@@ -21,6 +21,7 @@ $(TORCH): $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/failclass classify samples/*.log
+	$(BIN)/failclass waste report samples/gpu/samples.parquet --jobs samples/gpu/jobs.csv --time-limit 8 --top 5
 
 # The Slurm end-to-end tests need Debian's slurm-wlm and munge (about 20 s to install);
 # without them (no root, no apt) those tests skip and say why.

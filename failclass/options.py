@@ -51,4 +51,3 @@ def _ignore(_: str) -> None:
 def build_quietly(options: ClassifierOptions) -> Classifier:
     """For worker processes, whose parent already reported any warning."""
     return options.build(_ignore)
-

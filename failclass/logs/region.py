@@ -53,4 +53,3 @@ def region_lines(text: str) -> list[str]:
     """The failure region of a log's text, each line normalised."""
     lines = text.split("\n")
     return [normalise_line(segment(lines[i])) for i in region_indices(lines)]
-

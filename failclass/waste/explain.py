@@ -13,7 +13,7 @@ import numpy as np
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import Cause
 from failclass.waste.measure import Measured
-from failclass.waste.timeline import Timeline
+from failclass.waste.timeline import TimedLine, Timeline
 
 SLACK_S = 60.0  # a log line this close to an interval's edges counts as inside it
 MAX_EVIDENCE = 3
@@ -30,6 +30,8 @@ def explain(
     measured: Measured, causes: Sequence[Cause], jobs: Mapping[str, JobAllocation], timelines: Mapping[str, Timeline]
 ) -> list[Explanation]:
     iv, use, names = measured.intervals, measured.gpus, measured.samples.jobs
+    if not len(iv.kind):
+        return []
     peak = {
         (int(j), int(n), int(g)): (float(p), float(t))
         for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total)
@@ -42,6 +44,7 @@ def explain(
         np.bincount(use.job, weights=use.held_s, minlength=size), 1e-9
     )
     found = []
+    hits = _Hits()
     for row in range(len(iv.kind)):
         code = int(iv.job[row])
         name = names[code]
@@ -55,7 +58,7 @@ def explain(
             job_kind=jobs[name].kind if name in jobs else "batch",
             idle_share=float(idle_share[code]),
         )
-        found.append(_first_cause(row, facts, causes, timelines.get(name)))
+        found.append(_first_cause(row, facts, causes, timelines.get(name), hits))
     return found
 
 
@@ -71,13 +74,27 @@ class _Facts:
     idle_share: float
 
 
-def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Timeline | None) -> Explanation:
+class _Hits:
+    """Each cause's matching lines of each log, found once however many intervals ask."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[int, str], list[TimedLine]] = {}
+
+    def of(self, cause: Cause, timeline: Timeline) -> list[TimedLine]:
+        key = (id(timeline), cause.id)
+        if key not in self._found:
+            assert cause.log is not None
+            self._found[key] = [line for line in timeline.lines if cause.log.matches(line.body)]
+        return self._found[key]
+
+
+def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Timeline | None, hits: _Hits) -> Explanation:
     for cause in causes:
         if not cause.detectable or facts.kind not in cause.intervals or not _series_hold(cause.series, facts):
             continue
         if cause.log is None and not cause.declared_kind:
             return Explanation(row, cause.id, ())
-        evidence = _log_evidence(cause, facts, timeline) if cause.log else ()
+        evidence = _log_evidence(cause, facts, timeline, hits) if cause.log else ()
         if not evidence and cause.declared_kind and facts.job_kind == cause.declared_kind:
             evidence = (f"the jobs file declares the job {cause.declared_kind}",)
         if evidence:
@@ -96,11 +113,11 @@ def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
     return all(checks[name](value) for name, value in series.items())
 
 
-def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None) -> tuple[str, ...]:
+def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None, found: _Hits) -> tuple[str, ...]:
     assert cause.log is not None
     if timeline is None:
         return ()
-    hits = [line for line in timeline.lines if cause.log.matches(line.body)]
+    hits = found.of(cause, timeline)
     where = cause.log.where
     if where == "anywhere":
         chosen = hits

@@ -62,7 +62,7 @@ class PlantedJob:
     allocation: JobAllocation
     causes: set[str]
     several_phases: bool
-    converged_by: float | None  # planted fraction of the run when within 0.1 % of the best loss
+    converged_by: float | None  # fraction of the run when the printed loss came within 0.1 % of its best
     log: list[str] = field(default_factory=list)
 
 
@@ -191,7 +191,11 @@ def _job_samples(job: PlantedJob, spec: TraceSpec, rng: np.random.Generator, lin
             window = (slice(None), slice(when(fraction), when(fraction + 0.08)))
             mem[window] = np.where(mem[window] > 0, mem[window] - rng.uniform(8, 16) * GIB, 0)
     if job.converged_by is not None:
-        log += _loss_lines(t, job.converged_by, rng)
+        losses = _loss_lines(t, job.converged_by, rng)
+        log += [(ts, line) for ts, line, _ in losses]
+        best = min(value for _, _, value in losses)
+        reached = next(ts for ts, _, value in losses if value <= best * 1.001)
+        job.converged_by = float((reached - t[0]) / (a.end - t[0]))  # as printed: rounded, sampled
     job.log = [f"{_stamp(ts)} {line}" for ts, line in sorted(log, key=lambda entry: entry[0])]
     return _table(a, t, np.clip(util, 0, 100), np.clip(mem, 0, TOTAL_MIB))
 
@@ -201,16 +205,16 @@ def _idle(util: np.ndarray, mem: np.ndarray, where: tuple[slice, slice]) -> None
     mem[where] = 0.0
 
 
-def _loss_lines(t: np.ndarray, converged_by: float, rng: np.random.Generator) -> list[tuple[float, str]]:
+def _loss_lines(t: np.ndarray, converged_by: float, rng: np.random.Generator) -> list[tuple[float, str, float]]:
     """Hugging Face Trainer's loss line every ~2 minutes, reaching 0.1 % of the floor at ``converged_by``."""
     floor, height = float(rng.uniform(1.0, 3.0)), float(rng.uniform(2.0, 8.0))
     seconds = t - t[0]
-    tau = converged_by * seconds[-1] / math.log(height / (0.0008 * floor))
+    tau = converged_by * seconds[-1] / math.log(height / (0.001 * floor))
     found = []
     for i in range(0, len(t), max(1, int(120 / max(seconds[1] if len(t) > 1 else 15, 1)))):
-        loss = floor + height * math.exp(-seconds[i] / tau)
+        loss = round(floor + height * math.exp(-seconds[i] / tau), 4)
         epoch = 3 * seconds[i] / max(seconds[-1], 1)
-        found.append((t[i], f"{{'loss': {loss:.4f}, 'learning_rate': 4.9113474e-05, 'epoch': {epoch}, 'step': {i}}}"))
+        found.append((t[i], f"{{'loss': {loss:.4f}, 'learning_rate': 4.9113474e-05, 'epoch': {epoch}, 'step': {i}}}", loss))
     return found
 
 

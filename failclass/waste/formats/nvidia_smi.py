@@ -48,13 +48,14 @@ def read_nvidia_smi(text: str, source: str, node: str) -> GpuSamples:
                 gpu = int(cells[column["index"]])
             else:
                 gpu = seen.setdefault(cells[identity], len(seen)) if identity is not None else 0
+            used = _number(cells, column.get("memory.used"))
+            total = _number(cells, column.get("memory.total"))
+            if math.isnan(total) and "memory.free" in column:
+                total = used + _number(cells, column["memory.free"])
+            util = _number(cells, column["utilization.gpu"])
         except ValueError as exc:
             raise InputError(f"{source}:{number}: {exc}") from exc
-        used = _number(cells, column.get("memory.used"))
-        total = _number(cells, column.get("memory.total"))
-        if math.isnan(total) and "memory.free" in column:
-            total = used + _number(cells, column["memory.free"])
-        rows.append((node, gpu, ts, _number(cells, column["utilization.gpu"]), used, total, ""))
+        rows.append((node, gpu, ts, util, used, total, ""))
     if not rows:
         raise InputError(f"{source}: an nvidia-smi header but no readings")
     return GpuSamples.from_rows(rows, source)

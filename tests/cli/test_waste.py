@@ -1,0 +1,69 @@
+"""`failclass waste` through the real command: the README's demo on the bundled sample,
+JSON for machines, and the exit codes of bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "samples" / "gpu"
+
+
+def test_the_demo_reports_the_bundled_trace_with_causes_and_evidence():
+    done = run_cli("waste", "report", str(SAMPLE / "samples.parquet"), "--jobs", str(SAMPLE / "jobs.csv"), "--time-limit", "8")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("GPU time held but not used: 16 jobs")
+    assert "Interactive job (notebook or shell left idle)" in done.stdout
+    assert "      | " in done.stdout  # evidence lines under the longest intervals
+    assert "Early termination" in done.stdout
+
+
+def test_json_gives_every_planted_cause_of_the_sample(tmp_path):
+    done = run_cli("waste", "report", str(SAMPLE / "samples.parquet"), "--jobs", str(SAMPLE / "jobs.csv"), "--format", "json")
+    report = json.loads(done.stdout)
+    planted = json.loads((SAMPLE / "planted.json").read_text())["jobs"]
+    found = {(row["job"], row["cause"]) for row in report["intervals"]}
+    assert {(job["job"], cause) for job in planted for cause in job["causes"]} <= found
+    assert set(report) == {"headline", "causes", "jobs", "users", "clusters", "intervals", "convergence"}
+
+
+def test_generate_then_report_round_trips_through_files(tmp_path):
+    assert run_cli("waste", "generate", str(tmp_path), "--jobs", "12", "--seed", "5").returncode == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"samples.parquet", "jobs.csv", "logs", "planted.json"}
+    done = run_cli("waste", "report", str(tmp_path / "samples.parquet"), "--jobs", str(tmp_path / "jobs.csv"), "--format", "json")
+    assert json.loads(done.stdout)["headline"]["jobs"] == 12
+
+
+def test_a_real_nvidia_smi_log_with_a_jobs_file_is_placed_on_its_job(tmp_path):
+    log = ROOT / "corpora" / "gpu_signals" / "nvidia_smi--xuesongtap_a10_lms.csv"
+    node_log = tmp_path / "gpu-node-7.csv"
+    node_log.write_bytes(log.read_bytes())
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job,user,gpus,start,end\nnotebook-42,ana,gpu-node-7:0,2024-01-16T14:44:00Z,2024-01-16T15:00:00Z\n")
+    done = run_cli("waste", "report", str(node_log), "--jobs", str(jobs), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (job,) = json.loads(done.stdout)["jobs"]
+    assert (job["job"], job["user"], job["util"], job["gpus"]) == ("notebook-42", "ana", 0.0, 1)
+
+
+def test_bad_signal_files_exit_1_with_the_reason_and_usage_errors_exit_2(tmp_path):
+    bad = tmp_path / "node.csv"
+    bad.write_bytes(b"timestamp, utilization.gpu [%]\n2024/01/01 00:00:00.000, 250 %\n")
+    done = run_cli("waste", "report", str(bad))
+    assert done.returncode == 1 and "utilisation outside 0-100" in done.stderr and "Traceback" not in done.stderr
+    causes = tmp_path / "causes.yaml"
+    causes.write_text(
+        "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], log: {where: during, patterns: ['(a*)*b']}}]"
+    )
+    good = ROOT / "corpora" / "gpu_signals" / "nvidia_smi--xuesongtap_a10_lms.csv"
+    done = run_cli("waste", "report", str(good), "--causes", str(causes))
+    assert done.returncode == 2 and "catastrophic" in done.stderr
+
+
+def test_readings_of_no_known_job_say_what_is_missing(tmp_path):
+    good = ROOT / "corpora" / "gpu_signals" / "nvidia_smi--xuesongtap_a10_lms.csv"
+    done = run_cli("waste", "report", str(good))
+    assert done.returncode == 1 and "no readings belong to a job" in done.stderr

@@ -1,0 +1,76 @@
+"""Explanations: the job's log laid over an interval, the series conditions, and the
+evidence lines that go with them (lines from corpora/waste_logs)."""
+
+from __future__ import annotations
+
+from failclass.waste.allocation import JobAllocation
+from failclass.waste.causes import load_causes
+from failclass.waste.explain import explain
+from failclass.waste.measure import Thresholds, measure
+from failclass.waste.samples import GpuSamples
+from failclass.waste.timeline import timeline_of
+
+TOTAL = 40960.0
+CHECKPOINT = "2021-07-14 13:52:35,974 - mmcls - INFO - Saving checkpoint at 1 epochs"  # mmcv, mmpretrain#360
+FINISHED = "`Trainer.fit` stopped: `max_steps=400000` reached."  # Lightning, RVT
+
+
+def drop_job(start: float = 1_626_270_000.0):
+    """A GPU at 90 % with a 3-minute drop to 0 % (memory held) 30 minutes in."""
+    rows = []
+    for i in range(240):
+        util = 0.0 if 120 <= i < 132 else 90.0
+        rows.append(("n1", 0, start + 15 * i, util, 30000.0, TOTAL, "job"))
+    return GpuSamples.from_rows(rows, "t")
+
+
+def causes_of(samples, log_lines, kind="batch"):
+    measured = measure(samples, Thresholds())
+    timelines = {"job": timeline_of(log_lines)} if log_lines is not None else {}
+    jobs = {"job": JobAllocation("job", kind=kind)}
+    return [(measured.intervals.kind[e.interval], e.cause, e.evidence) for e in explain(measured, load_causes(), jobs, timelines)]
+
+
+def test_a_checkpoint_save_inside_a_drop_explains_it_with_the_line():
+    # 13:52:35 UTC is 1626270755; the drop starts at 1626270000 + 1800
+    samples = drop_job(start=1_626_270_755.0 - 1800)
+    assert causes_of(samples, ["2021-07-14 13:40:00,000 - mmcls - INFO - Epoch [1][10/35]", CHECKPOINT]) == [
+        ("sudden_drop", "model_checkpointing", (CHECKPOINT,))
+    ]
+
+
+def test_the_same_line_an_hour_away_explains_nothing():
+    samples = drop_job(start=1_626_270_755.0 - 1800 + 3600)
+    assert causes_of(samples, [CHECKPOINT]) == [("sudden_drop", "", ())]
+
+
+def test_an_untimed_log_cannot_place_a_line_inside_an_interval():
+    samples = drop_job()
+    assert causes_of(samples, ["Saving checkpoint at 1 epochs"]) == [("sudden_drop", "", ())]
+
+
+def test_a_finished_run_that_keeps_its_gpus_is_an_unreleased_job():
+    start = 1_700_000_000.0
+    rows = [("n1", 0, start + 15 * i, 90.0 if i < 100 else 0.0, 30000.0 if i < 100 else 0.0, TOTAL, "job") for i in range(240)]
+    stamp = "2023-11-14T22:38:05.000000000Z"  # 1700000000 + 1485 s: just before the GPU goes idle
+    found = causes_of(GpuSamples.from_rows(rows, "t"), [f"{stamp} {FINISHED}"])
+    assert found == [("idle_slot", "unreleased_job", (f"{stamp} {FINISHED}",))]
+
+
+def test_an_interactive_job_declared_in_the_jobs_file_explains_its_idle_time_without_a_log():
+    start = 1_700_000_000.0
+    rows = [("n1", 0, start + 15 * i, 40.0 if i < 100 else 0.0, 9000.0 if i < 100 else 0.0, TOTAL, "job") for i in range(240)]
+    found = causes_of(GpuSamples.from_rows(rows, "t"), None, kind="interactive")
+    assert ("idle_slot", "interactive_job", ("the jobs file declares the job interactive",)) in found
+
+
+def test_memory_and_compute_both_low_is_an_improper_batch_size():
+    rows = [("n1", 0, 1_700_000_000.0 + 15 * i, 30.0, 8000.0, TOTAL, "job") for i in range(240)]
+    assert causes_of(GpuSamples.from_rows(rows, "t"), []) == [("persistently_low", "improper_batch_size", ())]
+
+
+def test_a_never_used_gpu_beside_a_busy_one_is_oversubscription_and_alone_a_non_dl_job():
+    busy = [("n1", 0, 1_700_000_000.0 + 15 * i, 90.0, 30000.0, TOTAL, "job") for i in range(100)]
+    unused = [("n1", 1, 1_700_000_000.0 + 15 * i, 0.0, 0.0, TOTAL, "job") for i in range(100)]
+    assert causes_of(GpuSamples.from_rows(busy + unused, "t"), []) == [("never_used", "gpu_oversubscription", ())]
+    assert causes_of(GpuSamples.from_rows(unused, "t"), []) == [("never_used", "non_dl_job", ())]

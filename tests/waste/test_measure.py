@@ -1,0 +1,93 @@
+"""The measures on small series whose answers can be worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from failclass.waste.allocation import JobAllocation, assign
+from failclass.waste.measure import Thresholds, measure
+from failclass.waste.samples import GpuSamples
+from failclass.waste.summary import job_waste
+
+TOTAL = 40960.0
+
+
+def series(job: str, gpu: int, values: list[tuple[float, float, float]], node: str = "n1"):
+    """(time, utilisation, memory) readings of one GPU."""
+    return [(node, gpu, ts, util, mem, TOTAL, job) for ts, util, mem in values]
+
+
+def test_utilisation_is_time_weighted_not_a_mean_of_readings():
+    # 80 % for 30 s, 20 % for 10 s, then 20 % for the usual interval (the median, 20 s)
+    rows = series("a", 0, [(0, 80, 1000), (30, 20, 1000), (40, 20, 1000)])
+    use = measure(GpuSamples.from_rows(rows, "t")).gpus
+    assert use.held_s[0] == 60
+    assert use.util[0] == pytest.approx((80 * 30 + 20 * 10 + 20 * 20) / 60)  # 46.7, not the readings' 40
+
+
+def test_an_idle_slot_needs_sixty_seconds_of_zero_utilisation_and_memory():
+    busy = [(t, 90, 5000) for t in range(0, 100, 10)]
+    idle_59 = [(t, 0, 0) for t in range(100, 159, 1)]  # 59 readings of 1 s... gaps of 1 s
+    rows = series("a", 0, busy + idle_59 + [(159, 90, 5000), (160, 90, 5000)])
+    assert "idle_slot" not in measure(GpuSamples.from_rows(rows, "t")).intervals.kind.tolist()
+    rows = series("a", 0, busy + [(t, 0, 0) for t in range(100, 160, 1)] + [(160, 90, 5000), (161, 90, 5000)])
+    measured = measure(GpuSamples.from_rows(rows, "t"))
+    assert measured.intervals.kind.tolist() == ["idle_slot"]
+    assert (measured.intervals.start[0], measured.intervals.end[0]) == (100, 160)
+
+
+def test_zero_utilisation_with_memory_held_is_not_idle():
+    rows = series("a", 0, [(t, 0, 3000) for t in range(0, 600, 15)])
+    measured = measure(GpuSamples.from_rows(rows, "t"))
+    assert measured.gpus.idle_s[0] == 0 and not measured.gpus.never_used[0]
+    assert measured.intervals.kind.tolist() == ["persistently_low"]
+
+
+def test_a_gpu_the_job_never_touched_is_never_used_and_named_once():
+    rows = series("a", 0, [(t, 90, 30000) for t in range(0, 600, 15)]) + series("a", 1, [(t, 0, 0) for t in range(0, 600, 15)])
+    measured = measure(GpuSamples.from_rows(rows, "t"))
+    assert measured.gpus.never_used.tolist() == [False, True]
+    assert measured.intervals.kind.tolist() == ["never_used"]
+    waste = job_waste(measured, {}, Thresholds())[0]
+    assert (waste.gpus, waste.never_used_gpus, waste.never_used_gpu_h) == (2, 1, pytest.approx(600 / 3600))
+    assert waste.util == pytest.approx(45.0)
+
+
+def test_stable_phases_are_runs_longer_than_240_s_with_over_2_gib_free():
+    full, roomy = TOTAL - 1024, TOTAL - 8192
+    memory = [full] * 10 + [roomy] * 20 + [full] * 10 + [roomy] * 17 + [full] * 10 + [roomy] * 16 + [full] * 5
+    rows = series("a", 0, [(15 * i, 90, m) for i, m in enumerate(memory)])
+    # roomy runs: 20 x 15 = 300 s (a phase), 17 x 15 = 255 s (a phase), 16 x 15 = 240 s (not: longer than t)
+    assert measure(GpuSamples.from_rows(rows, "t")).gpus.stable_phases.tolist() == [2]
+
+
+def test_a_sudden_drop_is_found_below_the_robust_band_even_when_drops_are_frequent():
+    rng = np.random.default_rng(0)
+    util = np.clip(rng.normal(88, 3, 400), 0, 100)
+    for start in range(20, 400, 40):  # a 2-minute drop every 10 minutes: 20 % of the time
+        util[start : start + 8] = 2
+    rows = series("a", 0, [(15 * i, float(u), 30000) for i, u in enumerate(util)])
+    measured = measure(GpuSamples.from_rows(rows, "t"))
+    drops = measured.intervals.kind == "sudden_drop"
+    assert drops.sum() == 10
+    assert (measured.intervals.end[drops] - measured.intervals.start[drops]).tolist() == [120.0] * 10
+
+
+def test_a_gap_in_the_readings_is_missing_data_not_time_held():
+    rows = series("a", 0, [(0, 50, 1000), (15, 50, 1000), (30, 50, 1000), (5000, 50, 1000), (5015, 50, 1000)])
+    assert measure(GpuSamples.from_rows(rows, "t")).gpus.held_s[0] == 75
+
+
+def test_readings_go_to_the_job_that_held_the_gpu_at_that_time():
+    rows = [("n1", 0, float(t), 90.0, 1.0, TOTAL, "") for t in range(0, 200, 10)]
+    jobs = [
+        JobAllocation("first", gpus=(("n1", 0),), start=0, end=95),
+        JobAllocation("second", gpus=(("n1", 0),), start=100, end=150),
+    ]
+    placed = assign(GpuSamples.from_rows(rows, "t"), jobs)
+    names = [placed.jobs[j] for j in placed.job]
+    assert names.count("first") == 10 and names.count("second") == 6  # 160..190 belong to no job: dropped
+    assert math.isclose(placed.ts[names.index("second")], 100)
