@@ -87,7 +87,7 @@ def main() -> None:
         "jobs": args.jobs,
         "readings": readings,
         "parquet_mb": round((work / "samples.parquet").stat().st_size / 2**20, 1),
-        "generate_s": round(generated, 1),
+        "generate_s": None if args.reuse else round(generated, 1),
         "failclass_s": round(seconds, 1),
         "failclass_readings_per_s": round(readings / seconds),
         "failclass_peak_rss_mb": round(peak_mb),

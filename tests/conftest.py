@@ -16,7 +16,14 @@ from failclass.classifier import Classifier
 ROOT = Path(__file__).resolve().parent.parent
 # End-to-end tests that start real systems (Slurm daemons, uvicorn, Dask clusters, killed
 # runs, multi-GB inputs): marked `e2e`; `pytest -m "not e2e"` leaves them out.
-END_TO_END = ("adapters/test_slurm.py", "service/", "batch/", "cli/test_hostile_input.py", "packaging/")
+END_TO_END = (
+    "adapters/test_slurm.py",
+    "adapters/test_slurm_idle.py",
+    "service/",
+    "batch/",
+    "cli/test_hostile_input.py",
+    "packaging/",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -104,3 +107,90 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
 
     jobs = write_trace(TraceSpec(jobs=job_count, interval_s=interval, seed=seed, nodes=nodes, span_days=days), folder)
     click.echo(f"{len(jobs)} jobs written to {folder}")
+
+
+@waste.command("watch")
+@click.argument("signals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--jobs",
+    "jobs_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The running jobs (as for report).",
+)
+@click.option(
+    "--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"]), help="Judge as of this time (default: now)."
+)
+@click.option(
+    "--warn-after", type=click.FloatRange(min=1), default=30.0, show_default=True, help="Minutes idle before a warning."
+)
+@click.option(
+    "--release-after", type=click.FloatRange(min=1), default=60.0, show_default=True, help="Minutes idle before a release."
+)
+@click.option(
+    "--never-used-after",
+    type=click.FloatRange(min=1),
+    default=10.0,
+    show_default=True,
+    help="Minutes into a job before flagging a GPU it never used.",
+)
+@click.option(
+    "--unreleased-grace",
+    type=click.FloatRange(min=1),
+    default=15.0,
+    show_default=True,
+    help="Minutes idle after a finished-training line before a release.",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    default=("interactive",),
+    show_default=True,
+    help="Job kinds whose idle time is watched (repeatable).",
+)
+@click.option(
+    "--act",
+    type=click.Choice(["print", "slurm"]),
+    default="print",
+    show_default=True,
+    help="print the signals, or carry them out on Slurm (scontrol notify, scancel).",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def watch_command(
+    ctx: click.Context,
+    signals: tuple[Path, ...],
+    jobs_file: Path,
+    now: datetime | None,
+    warn_after: float,
+    release_after: float,
+    never_used_after: float,
+    unreleased_grace: float,
+    kinds: tuple[str, ...],
+    act: str,
+    fmt: str,
+) -> None:
+    """Signals for running jobs: warn or release idle interactive jobs, flag never-used GPUs,
+    release jobs whose training finished (run it every few minutes, e.g. from cron)."""
+    from failclass.waste.watch import WatchPolicy, watch_files
+
+    if release_after < warn_after:
+        raise click.UsageError("--release-after must not be shorter than --warn-after")
+    policy = WatchPolicy(warn_after * 60, release_after * 60, kinds, never_used_after * 60, unreleased_grace * 60)
+    moment = (now if now is None or now.tzinfo else now.replace(tzinfo=UTC)) or datetime.now(UTC)
+    try:
+        found = watch_files(signals, jobs_file, moment.timestamp(), policy)
+    except InputError as exc:
+        input_failure(ctx, exc)
+        return
+    for signal in found:
+        done = []
+        if act == "slurm":
+            from failclass.adapters.slurm_idle import act as act_on_slurm
+
+            done = act_on_slurm(signal)
+        if fmt == "json":
+            click.echo(json.dumps({**asdict(signal), "done": done}))
+        else:
+            click.echo(f"{signal.action} {signal.job}: {signal.reason}" + "".join(f"\n    {line}" for line in done))

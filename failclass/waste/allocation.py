@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,33 +59,43 @@ def read_jobs(path: Path) -> list[JobAllocation]:
 
 
 def assign(samples: GpuSamples, jobs: Sequence[JobAllocation]) -> GpuSamples:
-    """Tag each reading with the job that held its GPU at that time (placed jobs only);
+    """Tag each reading that names no job with the job that held its GPU at that time;
     readings that named their job keep it. Readings of no job are dropped."""
-    placed = [job for job in jobs if job.gpus]
+    unknown = np.asarray([name == UNKNOWN_JOB for name in samples.jobs] or [True])[samples.job]
     names = list(samples.jobs)
-    code = {name: index for index, name in enumerate(names)}
     job = samples.job.copy()
-    if placed:
-        slot = samples.node.astype(np.int64) * 1024 + samples.gpu
-        order = np.lexsort((samples.ts, slot))
-        slots, times = slot[order], samples.ts[order]
-        node_code = {name: index for index, name in enumerate(samples.nodes)}
-        for allocation in placed:
-            number = code.setdefault(allocation.job, len(names))
-            if number == len(names):
-                names.append(allocation.job)
-            for node, gpu in allocation.gpus:
-                if node not in node_code:
-                    continue
-                first, last = (
-                    np.searchsorted(slots, node_code[node] * 1024 + gpu, "left"),
-                    np.searchsorted(slots, node_code[node] * 1024 + gpu, "right"),
-                )
-                lo = first + np.searchsorted(times[first:last], allocation.start, "left")
-                hi = first + np.searchsorted(times[first:last], allocation.end, "right")
-                job[order[lo:hi]] = number
+    if unknown.any():
+        rows = np.flatnonzero(unknown)
+        for number, positions in _placements(samples.take(rows), jobs, names):
+            job[rows[positions]] = number
     kept = np.asarray([name != UNKNOWN_JOB for name in names])[job]
     return samples.with_jobs(tuple(names), job).take(np.flatnonzero(kept))
+
+
+def _placements(samples: GpuSamples, jobs: Sequence[JobAllocation], names: list[str]) -> Iterator[tuple[int, np.ndarray]]:
+    """(job code, positions in ``samples``) for each placed job that overlaps the readings;
+    new job names are appended to ``names``."""
+    slot = samples.node.astype(np.int64) * 1024 + samples.gpu
+    order = np.lexsort((samples.ts, slot))
+    slots, times = slot[order], samples.ts[order]
+    node_code = {name: index for index, name in enumerate(samples.nodes)}
+    code = {name: index for index, name in enumerate(names)}
+    low, high = float(samples.ts.min()), float(samples.ts.max())
+    for allocation in jobs:
+        if allocation.end < low or allocation.start > high:
+            continue
+        for node, gpu in allocation.gpus:
+            if node not in node_code:
+                continue
+            key = node_code[node] * 1024 + gpu
+            first, last = np.searchsorted(slots, key, "left"), np.searchsorted(slots, key, "right")
+            lo = first + np.searchsorted(times[first:last], allocation.start, "left")
+            hi = first + np.searchsorted(times[first:last], allocation.end, "right")
+            if hi > lo:
+                if allocation.job not in code:
+                    code[allocation.job] = len(names)
+                    names.append(allocation.job)
+                yield code[allocation.job], order[lo:hi]
 
 
 def _json_row(line: str, path: Path, number: int) -> dict[str, str]:

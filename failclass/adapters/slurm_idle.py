@@ -1,0 +1,31 @@
+"""The idle watch's signals carried out on Slurm: a warning is written into the job's
+output with ``scontrol notify``; a release notifies, then ``scancel``s the job."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+
+from failclass.waste.watch import RELEASE, Signal
+
+Run = Callable[[list[str]], subprocess.CompletedProcess[str]]
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+
+def act(signal: Signal, run: Run = _run) -> list[str]:
+    """The commands run for ``signal``, each with its outcome when it failed."""
+    message = f"failclass: {signal.action}: {signal.reason}"
+    if signal.gpus and signal.action != RELEASE:
+        message += f" (GPUs {', '.join(signal.gpus)})"
+    commands = [["scontrol", "notify", signal.job, message]]
+    if signal.action == RELEASE:
+        commands.append(["scancel", signal.job])
+    done = []
+    for command in commands:
+        result = run(command)
+        outcome = "" if result.returncode == 0 else f"  # failed ({result.returncode}): {result.stderr.strip()[:200]}"
+        done.append(" ".join(command[:3]) + (f" {command[3]!r}" if len(command) > 3 else "") + outcome)
+    return done

@@ -1,0 +1,136 @@
+"""The idle watch: signals for the scheduler about running jobs, from their recent
+readings (and logs), by an operator's policy.
+
+- ``warn`` then ``release``: a watched kind of job (interactive by default) whose GPUs
+  have all done no work for ``warn_idle_s``, then ``release_idle_s``;
+- ``never_used``: a job past its first ``never_used_after_s`` with a GPU it never touched;
+- ``release`` an unreleased job: its log said training finished, its GPUs have been idle
+  since, for ``unreleased_grace_s``.
+
+"No work" is zero utilisation; memory held by an idle notebook's CUDA context does not
+count as work (``idle_needs_free_memory`` makes it count, as CloudBrain-I's idle slot does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from failclass.waste.allocation import JobAllocation
+from failclass.waste.causes import Cause
+from failclass.waste.samples import GpuSamples
+from failclass.waste.timeline import Timeline
+
+WARN, RELEASE, NEVER_USED = "warn", "release", "never_used"
+
+
+@dataclass(frozen=True)
+class WatchPolicy:
+    warn_idle_s: float = 30 * 60
+    release_idle_s: float = 60 * 60
+    kinds: tuple[str, ...] = ("interactive",)
+    never_used_after_s: float = 10 * 60
+    unreleased_grace_s: float = 15 * 60
+    idle_needs_free_memory: bool = False
+
+
+@dataclass(frozen=True)
+class Signal:
+    job: str
+    action: str  # warn, release, never_used
+    reason: str  # a sentence for the job's owner and the operator
+    gpus: tuple[str, ...]  # node:index
+    idle_s: float
+    evidence: tuple[str, ...] = ()
+
+
+def watch(
+    samples: GpuSamples,
+    jobs: Mapping[str, JobAllocation],
+    now: float,
+    policy: WatchPolicy,
+    finished: Cause | None = None,
+    timelines: Mapping[str, Timeline] | None = None,
+) -> list[Signal]:
+    """Signals for the jobs whose readings are in ``samples`` (readings after ``now`` ignored)."""
+    table = samples.take(np.flatnonzero(samples.ts <= now)).sorted()
+    signals = []
+    for code in np.unique(table.job):
+        name = table.jobs[code]
+        if not name:
+            continue
+        rows = np.flatnonzero(table.job == code)
+        job = jobs.get(name, JobAllocation(name))
+        signals += _job_signals(table, rows, job, now, policy, finished, (timelines or {}).get(name))
+    return signals
+
+
+def _job_signals(
+    table: GpuSamples,
+    rows: np.ndarray,
+    job: JobAllocation,
+    now: float,
+    policy: WatchPolicy,
+    finished: Cause | None,
+    timeline: Timeline | None,
+) -> list[Signal]:
+    idle = table.util[rows] == 0
+    if policy.idle_needs_free_memory:
+        idle &= np.nan_to_num(table.mem_used[rows]) == 0
+    gpus = [f"{table.nodes[n]}:{g}" for n, g in zip(table.node[rows], table.gpu[rows])]
+    last_work: dict[str, float] = {}
+    first_seen: dict[str, float] = {}
+    touched: dict[str, bool] = {}
+    for gpu, ts, is_idle, mem in zip(gpus, table.ts[rows], idle, np.nan_to_num(table.mem_used[rows])):
+        first_seen.setdefault(gpu, ts)
+        touched[gpu] = touched.get(gpu, False) or not is_idle or mem > 0
+        if not is_idle:
+            last_work[gpu] = ts
+    idle_since = max((last_work.get(g, first_seen[g]) for g in first_seen), default=now)
+    idle_s = now - idle_since
+    start = job.start if math.isfinite(job.start) else min(first_seen.values())
+    found = []
+    never = tuple(g for g in first_seen if not touched[g])
+    if never and now - start >= policy.never_used_after_s and len(never) < len(first_seen):
+        found.append(
+            Signal(
+                job.job, NEVER_USED, f"{len(never)} of {len(first_seen)} GPUs unused since the job started", never, now - start
+            )
+        )
+    done = _finished_line(finished, timeline)
+    if done is not None and done[0] <= idle_since + 60 and now - max(done[0], idle_since) >= policy.unreleased_grace_s:
+        reason = f"training finished at {done[1][:80]!r} and the GPUs have been idle for {idle_s / 60:.0f} min"
+        return [*found, Signal(job.job, RELEASE, reason, tuple(first_seen), idle_s, (done[1],))]
+    if job.kind in policy.kinds and idle_s >= policy.warn_idle_s:
+        action = RELEASE if idle_s >= policy.release_idle_s else WARN
+        limit = policy.release_idle_s / 60
+        reason = f"no GPU work for {idle_s / 60:.0f} min; {job.kind} jobs are released after {limit:.0f} min idle"
+        found.append(Signal(job.job, action, reason, tuple(first_seen), idle_s))
+    return found
+
+
+def _finished_line(finished: Cause | None, timeline: Timeline | None) -> tuple[float, str] | None:
+    if finished is None or finished.log is None or timeline is None or not timeline.timed:
+        return None
+    hits = [(line.ts, line.text) for line in timeline.lines if not math.isnan(line.ts) and finished.log.matches(line.body)]
+    return hits[-1] if hits else None
+
+
+def watch_files(signals: Sequence[Path], jobs_file: Path, now: float, policy: WatchPolicy) -> list[Signal]:
+    """The watch over signal files and a jobs file (logs read for finished-training lines)."""
+    from failclass.waste.allocation import assign, read_jobs
+    from failclass.waste.causes import load_causes
+    from failclass.waste.formats import read_signals
+    from failclass.waste.timeline import read_timeline
+
+    jobs = {job.job: job for job in read_jobs(jobs_file)}
+    finished = next(cause for cause in load_causes() if cause.id == "unreleased_job")
+    assert finished.log is not None
+    timelines = {
+        name: read_timeline(job.log, finished.log.matches) for name, job in jobs.items() if job.log and job.log.is_file()
+    }
+    return watch(assign(read_signals(signals), list(jobs.values())), jobs, now, policy, finished, timelines)

@@ -1,0 +1,83 @@
+"""The idle watch against a real Slurm: an idle interactive job is warned in its own
+output (scontrol notify) and, past the release limit, cancelled (scancel)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from slurm_cluster import Slurm, ensure_slurm, running_slurm
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
+    problem = ensure_slurm()
+    if problem:
+        pytest.skip(f"no Slurm here: {problem}")
+    base = tmp_path_factory.mktemp("slurm-idle")
+    with running_slurm(base, ["--database-url", f"sqlite:///{base / 'failclass.db'}"]) as cluster:
+        yield cluster
+
+
+def idle_notebook(slurm: Slurm, tmp_path: Path, idle_minutes: int) -> tuple[str, list[str]]:
+    """A running job whose (recorded) GPU readings show 10 busy minutes, then idle ones."""
+    submitted = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=notebook\necho notebook up\nsleep 300\n")
+    job_id = submitted.stdout.strip()
+    assert submitted.returncode == 0 and job_id, submitted.stderr
+    deadline = time.monotonic() + 60
+    while slurm.job(job_id).get("JobState") != "RUNNING":
+        assert time.monotonic() < deadline, slurm.job(job_id)
+        time.sleep(0.5)
+    now = datetime.now(UTC).replace(microsecond=0)
+    start = now - timedelta(minutes=10 + idle_minutes)
+    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
+    moment = start
+    while moment <= now:
+        busy = moment < start + timedelta(minutes=10)
+        lines.append(f"{moment:%Y/%m/%d %H:%M:%S}.000, 0, {60 if busy else 0} %, {8000 if busy else 0} MiB, 40960 MiB")
+        moment += timedelta(seconds=15)
+    (tmp_path / f"{slurm.host}.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "jobs.csv").write_text(f"job,user,kind,gpus,start\n{job_id},ana,interactive,{slurm.host}:0,{start.isoformat()}\n")
+    command = [
+        sys.executable,
+        "-m",
+        "failclass",
+        "waste",
+        "watch",
+        str(tmp_path / f"{slurm.host}.csv"),
+        "--jobs",
+        str(tmp_path / "jobs.csv"),
+    ]
+    return job_id, [*command, "--now", now.isoformat(), "--act", "slurm"]
+
+
+def output_of(slurm: Slurm, job_id: str) -> str:
+    return "".join(path.read_text() for path in (slurm.base / "jobs").glob(f"notebook-{job_id}.out"))
+
+
+def test_an_idle_notebook_past_the_warning_is_told_so_in_its_output_and_keeps_running(slurm: Slurm, tmp_path: Path) -> None:
+    job_id, command = idle_notebook(slurm, tmp_path, idle_minutes=40)
+    done = subprocess.run(command, capture_output=True, text=True, env=slurm.env, cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"warn {job_id}: no GPU work for 40 min")
+    assert "failed" not in done.stdout
+    deadline = time.monotonic() + 20
+    while "failclass: warn" not in output_of(slurm, job_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "failclass: warn: no GPU work for 40 min" in output_of(slurm, job_id)
+    assert slurm.job(job_id)["JobState"] == "RUNNING"
+    slurm.run("scancel", job_id)
+
+
+def test_an_idle_notebook_past_the_release_limit_is_cancelled(slurm: Slurm, tmp_path: Path) -> None:
+    job_id, command = idle_notebook(slurm, tmp_path, idle_minutes=75)
+    done = subprocess.run(command, capture_output=True, text=True, env=slurm.env, cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"release {job_id}: no GPU work for 75 min")
+    assert slurm.wait_final(job_id, timeout=60)["JobState"] == "CANCELLED"
