@@ -53,13 +53,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=70_000)
     parser.add_argument("--days", type=float, default=30.0)
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--reuse", action="store_true", help="report on the trace already in --work")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="waste-scale-"))
     cli = [sys.executable, "-m", "failclass"]
     started = time.perf_counter()
-    subprocess.run(
-        [*cli, "waste", "generate", str(work), "--jobs", str(args.jobs), "--nodes", "125", "--days", str(args.days)], check=True
-    )
+    if not args.reuse:
+        generate = [*cli, "waste", "generate", str(work), "--jobs", str(args.jobs), "--nodes", "125", "--days", str(args.days)]
+        subprocess.run(generate, check=True)
     generated = time.perf_counter() - started
     readings = pq.ParquetFile(str(work / "samples.parquet")).metadata.num_rows
     started = time.perf_counter()

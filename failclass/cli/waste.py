@@ -51,8 +51,10 @@ def waste() -> None:
     show_default=True,
     help="A job with U at or below this (percent) is low.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows in the text report's tables.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
+@click.option(
+    "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows in the tables (and timelines in HTML)."
+)
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -69,6 +71,7 @@ def report(
     JSON, nvidia-smi CSV logs (named after their node) or failclass Parquet samples."""
     from failclass.waste.analyse import WasteOptions, analyse
     from failclass.waste.causes import CAUSES
+    from failclass.waste.heatmap import HeatMap
     from failclass.waste.measure import Thresholds
     from failclass.waste.report import to_json, to_text
 
@@ -78,8 +81,9 @@ def report(
         Thresholds(idle_slot_s=idle_slot, low_util_pct=low),
         time_limit * 3600 if time_limit else None,
     )
+    heat = HeatMap() if fmt == "html" else None
     try:
-        built = analyse(signals, options)
+        built = analyse(signals, options, heat)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     except InputError as exc:
@@ -88,6 +92,13 @@ def report(
     if not built.jobs:
         click.echo("no readings belong to a job: give --jobs with the jobs' GPUs and times, or signals with job labels", err=True)
         ctx.exit(1)
+    if fmt == "html":
+        from failclass.waste.analyse import series_of
+        from failclass.waste.html import to_html  # matplotlib and jinja2 load only here
+
+        series = series_of(signals, options, {job.job for job in built.jobs[:top]})
+        click.echo(to_html(built, heat or HeatMap(), series, [str(path) for path in signals], top), nl=False)
+        return
     click.echo(to_json(built) if fmt == "json" else to_text(built, top), nl=False)
 
 

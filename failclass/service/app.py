@@ -16,7 +16,7 @@ from failclass.service import errors
 from failclass.service.auth import load_tokens
 from failclass.service.limits import RequestSizeLimit
 from failclass.service.metrics import Metrics, RequestTimer
-from failclass.service.routers import attempts, classify, history, labels, report, state
+from failclass.service.routers import attempts, classify, history, labels, report, state, waste
 from failclass.service.settings import Settings
 from failclass.store.repository import Store
 
@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
     errors.install(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestTimer, metrics=metrics)
-    for router in (classify.router, attempts.router, history.router, state.router, report.router, labels.router):
+    for router in (classify.router, attempts.router, history.router, state.router, report.router, labels.router, waste.router):
         app.include_router(router)
 
     @app.get("/healthz", tags=["operations"])

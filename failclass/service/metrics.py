@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from fastapi import Response
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,6 +17,12 @@ class Metrics:
             "failclass_classifications_total", "Logs classified", ["reason", "source"], registry=self.registry
         )
         self.decisions = Counter("failclass_decisions_total", "Decisions made", ["action"], registry=self.registry)
+        self.waste_gpu_hours = Gauge(
+            "failclass_waste_gpu_hours", "GPU-hours lost per cause in the last waste report", ["cause"], registry=self.registry
+        )
+        self.waste_signals = Counter(
+            "failclass_waste_signals_total", "Idle-watch signals given", ["action"], registry=self.registry
+        )
         self.requests = Histogram(
             "failclass_request_seconds", "Request latency", ["method", "route", "status"], registry=self.registry
         )

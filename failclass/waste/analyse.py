@@ -7,7 +7,7 @@ formats are read whole (they are limited in size at the edge)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from failclass.waste.causes import CAUSES, Cause, load_causes
 from failclass.waste.explain import explain
 from failclass.waste.formats import read_signal
 from failclass.waste.formats.parquet import iter_parquet
+from failclass.waste.heatmap import HeatMap
 from failclass.waste.loss import Convergence, convergence, has_loss
 from failclass.waste.measure import Thresholds, measure
 from failclass.waste.report import IntervalRow, WasteReport, build, interval_rows
@@ -34,13 +35,39 @@ class WasteOptions:
     time_limit_s: float | None = None
 
 
-def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions()) -> WasteReport:
+def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), heat: HeatMap | None = None) -> WasteReport:
+    """The report over signal files, a jobs file and the logs it names (and, given one,
+    the heat map filled on the way)."""
     jobs = {job.job: job for job in (read_jobs(options.jobs_file) if options.jobs_file else [])}
     causes = load_causes(options.causes_file)
     timelines = {name: _timeline(job, causes) for name, job in jobs.items() if job.log}
+    return analyse_batches(_batches(signals, list(jobs.values())), jobs, causes, timelines, options, heat)
+
+
+def series_of(signals: Sequence[Path], options: WasteOptions, names: set[str]) -> GpuSamples:
+    """The readings of some jobs (a second pass, for their timelines)."""
+    jobs = read_jobs(options.jobs_file) if options.jobs_file else []
+    wanted = []
+    for batch in _batches(signals, jobs):
+        keep = np.asarray([name in names for name in batch.jobs] or [False])[batch.job]
+        wanted.append(batch.take(np.flatnonzero(keep)))
+    return concat(wanted)
+
+
+def analyse_batches(
+    batches: Iterable[GpuSamples],
+    jobs: Mapping[str, JobAllocation],
+    causes: Sequence[Cause],
+    timelines: Mapping[str, Timeline],
+    options: WasteOptions,
+    heat: HeatMap | None = None,
+) -> WasteReport:
+    """The report over readings already tied to jobs, a batch of whole jobs at a time."""
     wastes: list[JobWaste] = []
     intervals: list[IntervalRow] = []
-    for batch in _batches(signals, list(jobs.values())):
+    for batch in batches:
+        if heat is not None:
+            heat.add(batch)
         measured = measure(batch, options.thresholds)
         wastes += job_waste(measured, jobs, options.thresholds)
         intervals += interval_rows(measured, explain(measured, causes, jobs, timelines))
@@ -82,7 +109,7 @@ def _timeline(job: JobAllocation, causes: Sequence[Cause]) -> Timeline:
 
 
 def _convergence(
-    wastes: list[JobWaste], jobs: dict[str, JobAllocation], timelines: dict[str, Timeline]
+    wastes: list[JobWaste], jobs: Mapping[str, JobAllocation], timelines: Mapping[str, Timeline]
 ) -> dict[str, Convergence]:
     found = {}
     for waste in wastes:

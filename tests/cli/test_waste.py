@@ -67,3 +67,18 @@ def test_readings_of_no_known_job_say_what_is_missing(tmp_path):
     good = ROOT / "corpora" / "gpu_signals" / "nvidia_smi--xuesongtap_a10_lms.csv"
     done = run_cli("waste", "report", str(good))
     assert done.returncode == 1 and "no readings belong to a job" in done.stderr
+
+
+def test_the_html_report_is_one_page_with_a_heat_map_and_a_timeline_per_job(tmp_path):
+    done = run_cli(
+        "waste", "report", str(SAMPLE / "samples.parquet"), "--jobs", str(SAMPLE / "jobs.csv"), "--format", "html", "--top", "3"
+    )
+    assert done.returncode == 0, done.stderr
+    page = done.stdout
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert str(SAMPLE / "samples.parquet") in page and "Generated " in page
+    assert page.count("<svg") == 1 + 3  # the heat map and three timelines
+    assert "Mean GPU utilisation per node and hour" in page
+    assert "Interactive job (notebook or shell left idle)" in page and ">interactive_job<" not in page  # names, not ids
+    assert "<script" not in page and "<link" not in page and 'src="http' not in page  # nothing to fetch
+    assert "{{" not in page and "{%" not in page

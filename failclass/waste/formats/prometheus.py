@@ -53,7 +53,11 @@ def read_range_query(text: str, source: str) -> GpuSamples:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{source}: not JSON: {exc}") from exc
-    answers = document if isinstance(document, list) else [document]
+    return read_answers(document if isinstance(document, list) else [document], source)
+
+
+def read_answers(answers: list[object], source: str) -> GpuSamples:
+    """Already-parsed Prometheus API answers (one per metric, or one for several)."""
     return _pivot((r for answer in answers for r in _matrix_readings(answer, source)), source)
 
 

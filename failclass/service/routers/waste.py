@@ -1,0 +1,80 @@
+"""POST /v1/waste/report and /v1/waste/watch: GPU time held but not used, from DCGM
+metrics as Prometheus answers them (range queries) or as the exporter prints them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from fastapi.concurrency import run_in_threadpool
+
+from failclass.errors import InputError
+from failclass.service.deps import MetricsDep, Reader
+from failclass.service.schemas import WasteIn, WatchIn
+from failclass.waste.allocation import JobAllocation, assign
+from failclass.waste.analyse import WasteOptions, analyse_batches
+from failclass.waste.causes import load_causes
+from failclass.waste.formats.prometheus import read_answers, read_exposition
+from failclass.waste.samples import GpuSamples, concat
+from failclass.waste.watch import WatchPolicy, watch
+
+router = APIRouter(prefix="/v1/waste", tags=["waste"])
+
+
+@router.post("/report")
+async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> dict[str, Any]:
+    """U, idle slots, never-used GPUs and low-utilisation intervals with their likely
+    causes (from the series and the jobs' declared kinds; logs stay on the cluster)."""
+    jobs = _jobs(body)
+    samples = _samples(body, jobs)
+    options = WasteOptions(time_limit_s=body.time_limit_hours * 3600 if body.time_limit_hours else None)
+    report = await run_in_threadpool(analyse_batches, [samples], {j.job: j for j in jobs}, load_causes(), {}, options)
+    for cause in report.causes:
+        metrics.waste_gpu_hours.labels(cause.cause).set(cause.gpu_h)
+    return report.to_dict()
+
+
+@router.post("/watch")
+async def waste_watch(body: WatchIn, metrics: MetricsDep, _: Reader) -> dict[str, Any]:
+    """Signals for running jobs: warn or release idle ones, flag GPUs they never used."""
+    jobs = _jobs(body)
+    samples = _samples(body, jobs)
+    now = (body.now or datetime.now(UTC)).timestamp()
+    policy = WatchPolicy(
+        body.warn_after_minutes * 60, body.release_after_minutes * 60, tuple(body.kinds), body.never_used_after_minutes * 60
+    )
+    if policy.release_idle_s < policy.warn_idle_s:
+        raise HTTPException(422, "release_after_minutes must not be shorter than warn_after_minutes")
+    found = watch(samples, {j.job: j for j in jobs}, now, policy)
+    for signal in found:
+        metrics.waste_signals.labels(signal.action).inc()
+    return {"signals": [signal.__dict__ for signal in found]}
+
+
+def _jobs(body: WasteIn) -> list[JobAllocation]:
+    jobs = []
+    for job in body.jobs:
+        gpus = []
+        for gpu in job.gpus:
+            node, _, index = gpu.rpartition(":")
+            gpus.append((node, int(index)))
+        start = job.start.timestamp() if job.start else float("-inf")
+        end = job.end.timestamp() if job.end else float("inf")
+        if end < start:
+            raise HTTPException(422, f"job {job.job} ends before it starts")
+        jobs.append(JobAllocation(job.job, job.user, job.cluster, job.kind, tuple(gpus), start, end))
+    return jobs
+
+
+def _samples(body: WasteIn, jobs: list[JobAllocation]) -> GpuSamples:
+    try:
+        parts = [read_answers(list(body.prometheus), "request body: prometheus")] if body.prometheus else []
+        if body.exposition:
+            scraped = (body.scraped_at or datetime.now(UTC)).timestamp()
+            parts.append(read_exposition(body.exposition, "request body: exposition", scraped))
+        if not parts:
+            raise InputError("give `prometheus` (range-query answers) or `exposition` (a scrape)")
+        return assign(concat(parts), jobs)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
