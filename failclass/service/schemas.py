@@ -100,4 +100,4 @@ class WatchIn(WasteIn):
     warn_after_minutes: float = Field(default=30, ge=1, le=525_600)
     release_after_minutes: float = Field(default=60, ge=1, le=525_600)
     never_used_after_minutes: float = Field(default=10, ge=1, le=525_600)
-    kinds: list[Literal["batch", "interactive"]] = Field(default_factory=lambda: ["interactive"], max_length=2)
+    kinds: list[Literal["batch", "interactive"]] = Field(default=["interactive"], max_length=2)

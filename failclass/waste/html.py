@@ -22,7 +22,7 @@ from failclass.waste.report import UNEXPLAINED, IntervalRow, WasteReport
 from failclass.waste.samples import GpuSamples
 
 TEMPLATE = "report.html.j2"
-COLOURS = plt.get_cmap("tab20").colors
+COLOURS = [plt.get_cmap("tab20")(i) for i in range(20)]
 
 
 @dataclass(frozen=True)
