@@ -143,15 +143,7 @@ def _job_samples(job: PlantedJob, spec: TraceSpec, rng: np.random.Generator, lin
     if "interactive_job" in causes:
         log += [(t[0], line) for line in lines["interactive"]]
         util = np.clip(rng.uniform(15, 75, size=(gpus, steps)), 0, 100)
-        gaps = 2 if job.several_phases else 1
-        idle_steps = int(INTERACTIVE_IDLE * steps)
-        cuts = np.sort(rng.choice(np.arange(1, gaps), size=gaps - 1, replace=False)) if gaps > 1 else np.empty(0, int)
-        lengths = np.diff(np.concatenate(([0], cuts * idle_steps // gaps, [idle_steps])))
-        active = steps - idle_steps
-        position = when(0.1)
-        for length in lengths:
-            _idle(util, mem, (slice(None), slice(position, position + length)))
-            position += length + (active - when(0.1)) // (gaps + 1)
+        _interactive_gaps(util, mem, 2 if job.several_phases else 1, rng)
     if causes & {"gpu_oversubscription"}:
         unused = max(1, gpus // 2)
         _idle(util, mem, (slice(gpus - unused, gpus), slice(None)))
@@ -191,13 +183,31 @@ def _job_samples(job: PlantedJob, spec: TraceSpec, rng: np.random.Generator, lin
             window = (slice(None), slice(when(fraction), when(fraction + 0.08)))
             mem[window] = np.where(mem[window] > 0, mem[window] - rng.uniform(8, 16) * GIB, 0)
     if job.converged_by is not None:
-        losses = _loss_lines(t, job.converged_by, rng)
-        log += [(ts, line) for ts, line, _ in losses]
-        best = min(value for _, _, value in losses)
-        reached = next(ts for ts, _, value in losses if value <= best * 1.001)
-        job.converged_by = float((reached - t[0]) / (a.end - t[0]))  # as printed: rounded, sampled
+        log += _converging(job, t, rng)
     job.log = [f"{_stamp(ts)} {line}" for ts, line in sorted(log, key=lambda entry: entry[0])]
     return _table(a, t, np.clip(util, 0, 100), np.clip(mem, 0, TOTAL_MIB))
+
+
+def _interactive_gaps(util: np.ndarray, mem: np.ndarray, gaps: int, rng: np.random.Generator) -> None:
+    """Idle gaps (utilisation and memory 0) adding up to CloudBrain-I's 41.62 % of the job."""
+    steps = util.shape[1]
+    idle_steps = int(INTERACTIVE_IDLE * steps)
+    cuts = np.sort(rng.choice(np.arange(1, gaps), size=gaps - 1, replace=False)) if gaps > 1 else np.empty(0, int)
+    lengths = np.diff(np.concatenate(([0], cuts * idle_steps // gaps, [idle_steps])))
+    position = lead = int(0.1 * steps)
+    for length in lengths:
+        _idle(util, mem, (slice(None), slice(position, position + length)))
+        position += length + (steps - idle_steps - lead) // (gaps + 1)
+
+
+def _converging(job: PlantedJob, t: np.ndarray, rng: np.random.Generator) -> list[tuple[float, str]]:
+    """The loss lines, and ``job.converged_by`` set to when they came within 0.1 % of their best."""
+    assert job.converged_by is not None
+    losses = _loss_lines(t, job.converged_by, rng)
+    best = min(value for _, _, value in losses)
+    reached = next(ts for ts, _, value in losses if value <= best * 1.001)
+    job.converged_by = float((reached - t[0]) / (job.allocation.end - t[0]))  # as printed: rounded, sampled
+    return [(ts, line) for ts, line, _ in losses]
 
 
 def _idle(util: np.ndarray, mem: np.ndarray, where: tuple[slice, slice]) -> None:
