@@ -54,6 +54,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/service_load.py --postgres
 	$(BIN)/python benchmarks/analytics_scale.py
 	$(BIN)/python benchmarks/batch_archive.py
+	$(BIN)/pip install --quiet duckdb
+	$(BIN)/python benchmarks/waste_scale.py
 
 lint: $(STAMP)
 	$(BIN)/pip install --quiet ruff mypy types-PyYAML

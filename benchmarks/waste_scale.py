@@ -83,7 +83,8 @@ def main() -> None:
     )
     seconds = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    headline = json.loads(report.stdout)["headline"]
+    answer = json.loads(report.stdout)
+    headline = answer["headline"]
     results = {
         "jobs": args.jobs,
         "readings": readings,
@@ -94,11 +95,11 @@ def main() -> None:
         "failclass_peak_rss_mb": round(peak_mb),
         "headline": headline,
     }
-    results.update(duckdb_baseline(work / "samples.parquet", readings, seconds))
+    results.update(duckdb_baseline(work / "samples.parquet", readings, seconds, answer["jobs"]))
     print(json.dumps(results, indent=2))
 
 
-def duckdb_baseline(path: Path, readings: int, failclass_s: float) -> dict[str, object]:
+def duckdb_baseline(path: Path, readings: int, failclass_s: float, jobs: list[dict[str, object]]) -> dict[str, object]:
     try:
         import duckdb
     except ImportError:
@@ -106,11 +107,21 @@ def duckdb_baseline(path: Path, readings: int, failclass_s: float) -> dict[str, 
     started = time.perf_counter()
     rows = duckdb.connect().execute(DUCKDB_SQL.format(path=path)).fetchall()
     seconds = time.perf_counter() - started
+    per_job: dict[str, list[float]] = {}
+    idle: dict[str, float] = {}
+    for job, _node, _gpu, u, idle_s in rows:
+        per_job.setdefault(job, []).append(u)
+        idle[job] = idle.get(job, 0.0) + idle_s
+    util_gap = max(abs(sum(per_job[j["job"]]) / len(per_job[j["job"]]) - j["util"]) for j in jobs)  # type: ignore[index, operator]
+    idle_gap = max(abs(idle[j["job"]] / 3600 - j["idle_gpu_h"]) for j in jobs)  # type: ignore[index, operator]
     return {
         "duckdb_s": round(seconds, 1),
         "duckdb_readings_per_s": round(readings / seconds),
+        "duckdb_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "duckdb_gpu_rows": len(rows),
         "failclass_vs_duckdb_speed": round(seconds / failclass_s, 2),
+        "largest_job_U_difference_pct_points": round(util_gap, 6),
+        "largest_job_idle_difference_gpu_h": round(idle_gap, 6),
         "note": "DuckDB computes only U_i and idle-slot time; failclass adds drops, stable phases, causes, logs and loss",
     }
 
