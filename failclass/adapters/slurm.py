@@ -12,6 +12,11 @@ decision into the job's comment:
   so a job left FAILED could not carry the decision; FAILCLASS_SLURM_NO_RETRY=leave-failed
   leaves it FAILED, with the decision only in the store and the hook's log.
 
+A job the idle watch released (`failclass waste watch --act slurm` marks its comment
+"failclass: released ..." before `scancel`) is no failure: the epilog leaves it alone.
+At the epilog a cancelled job is COMPLETING with exit 0:15, like any SIGTERM, so the mark
+is what tells them apart (measured on Slurm 22.05).
+
 A job_submit.lua (written by `failclass hook slurm-install`) asks `failclass hook admit`
 about jobs whose batch script declares inputs with ``#FAILCLASS inputs /path ...``, and
 refuses them when the answer is reject or hold.
@@ -38,6 +43,7 @@ _GPUS = re.compile(r"gres/gpu(?::[^=,]+)?=(\d+)")
 COMMENT_CHARS = 250
 REQUEUE = ("retry", "retry_elsewhere", "retry_with_more_resources")
 NO_RETRY_ENV = "FAILCLASS_SLURM_NO_RETRY"
+RELEASED = "failclass: released"
 
 
 def parse_show_job(text: str) -> dict[str, str]:
@@ -147,6 +153,9 @@ class SlurmEpilog:
 
     def finished(self, workdir: Path) -> Iterator[Finished]:
         job = self.scontrol.show_job(self.job_id)
+        if job.get("Comment", "").startswith(RELEASED):  # the idle watch ended it: not a failure
+            print(f"job {self.job_id}: {job['Comment'][:120]}; nothing to decide", file=sys.stderr)
+            return
         attempt = attempt_from_job(job, self.env, declared_inputs(self.scontrol.batch_script(self.job_id)))
         logs = [Path(p) for p in attempt.logs if Path(p).is_file()]
         if not logs:

@@ -1,11 +1,14 @@
 """The idle watch's signals carried out on Slurm: a warning is written into the job's
-output with ``scontrol notify``; a release notifies, then ``scancel``s the job."""
+output with ``scontrol notify``; a release notifies, marks the job's comment (so that
+failclass's epilog does not take the cancellation for a failure and requeue it), then
+``scancel``s the job."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
 
+from failclass.adapters.slurm import COMMENT_CHARS, RELEASED
 from failclass.waste.watch import RELEASE, Signal
 
 Run = Callable[[list[str]], subprocess.CompletedProcess[str]]
@@ -22,7 +25,8 @@ def act(signal: Signal, run: Run = _run) -> list[str]:
         message += f" (GPUs {', '.join(signal.gpus)})"
     commands = [["scontrol", "notify", signal.job, message]]
     if signal.action == RELEASE:
-        commands.append(["scancel", signal.job])
+        comment = f"{RELEASED}: {signal.reason}".replace('"', "'")[:COMMENT_CHARS]
+        commands += [["scontrol", "update", f"JobId={signal.job}", f"Comment={comment}"], ["scancel", signal.job]]
     done = []
     for command in commands:
         result = run(command)

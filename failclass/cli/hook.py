@@ -125,7 +125,8 @@ def with_backend(function: Any) -> Any:
 
 @click.group()
 def hook() -> None:
-    """What a scheduler calls: after a failed attempt (decide) and at submission (admit)."""
+    """What a scheduler calls: after a failed attempt (decide), at submission (admit), and
+    every few minutes over running jobs (idle-watch, the same as `failclass waste watch`)."""
 
 
 @hook.command("decide")

@@ -14,7 +14,7 @@ from failclass.cli.hook import hook
 from failclass.cli.model import evaluate_command, label, train
 from failclass.cli.rules import rules
 from failclass.cli.serve import db, serve, token
-from failclass.cli.waste import waste
+from failclass.cli.waste import waste, watch_command
 from failclass.options import ClassifierOptions
 
 
@@ -45,6 +45,8 @@ def main(
     """failclass: name why a GPU training attempt failed, from its logs."""
     ctx.obj = ClassifierOptions(tuple(rules_dirs), model, no_model, model_threshold)
 
+
+hook.add_command(watch_command, "idle-watch")  # the same command, where schedulers look for their side
 
 for command in (classify, rules, train, evaluate_command, label, report, simulate, batch, serve, db, token, hook, waste):
     main.add_command(command)

@@ -25,7 +25,9 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
         yield cluster
 
 
-def idle_notebook(slurm: Slurm, tmp_path: Path, idle_minutes: int) -> tuple[str, list[str]]:
+def idle_notebook(
+    slurm: Slurm, tmp_path: Path, idle_minutes: int, command: tuple[str, ...] = ("waste", "watch")
+) -> tuple[str, list[str]]:
     """A running job whose (recorded) GPU readings show 10 busy minutes, then idle ones."""
     submitted = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=notebook\necho notebook up\nsleep 300\n")
     job_id = submitted.stdout.strip()
@@ -75,8 +77,8 @@ def test_an_idle_notebook_past_the_warning_is_told_so_in_its_output_and_keeps_ru
     slurm.run("scancel", job_id)
 
 
-def test_an_idle_notebook_past_the_release_limit_is_cancelled(slurm: Slurm, tmp_path: Path) -> None:
-    job_id, command = idle_notebook(slurm, tmp_path, idle_minutes=75)
+def test_an_idle_notebook_past_the_release_limit_is_cancelled_by_the_hook(slurm: Slurm, tmp_path: Path) -> None:
+    job_id, command = idle_notebook(slurm, tmp_path, idle_minutes=75, command=("hook", "idle-watch"))
     done = subprocess.run(command, capture_output=True, text=True, env=slurm.env, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"release {job_id}: no GPU work for 75 min")

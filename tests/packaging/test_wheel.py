@@ -31,7 +31,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "failclass",
         wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info",
     }
-    for packaged in ("signatures/taxonomy.yaml", "signatures/prefixes.yaml", "models/fallback.npz", "policy/default.yaml"):
+    for packaged in (
+        "signatures/taxonomy.yaml",
+        "signatures/prefixes.yaml",
+        "models/fallback.npz",
+        "policy/default.yaml",
+        "waste/causes.yaml",
+        "waste/lines.yaml",
+        "waste/report.html.j2",
+    ):
         assert f"failclass/data/{packaged}" in names, packaged
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -63,6 +71,15 @@ def test_installed_wheel_batches_and_reports(installed: Path, tmp_path: Path) ->
     report = run(installed, "report", "results/results.jsonl", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "14 attempts, 14 failed" in report.stdout
+
+
+def test_installed_wheel_generates_and_reports_gpu_waste(installed: Path, tmp_path: Path) -> None:
+    assert run(installed, "waste", "generate", "trace", "--jobs", "10", cwd=tmp_path).returncode == 0
+    done = run(
+        installed, "waste", "report", "trace/samples.parquet", "--jobs", "trace/jobs.csv", "--format", "html", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "GPU time held but not used" in done.stdout and "<svg" in done.stdout
 
 
 def test_installed_wheel_serves(installed: Path, tmp_path: Path) -> None:
