@@ -172,7 +172,8 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
 def watch_command(
     ctx: click.Context,
     signals: tuple[Path, ...],
-    jobs_file: Path,
+    jobs_file: Path | None,
+    jobs_from_slurm: bool,
     now: datetime | None,
     warn_after: float,
     release_after: float,
@@ -184,14 +185,24 @@ def watch_command(
 ) -> None:
     """Signals for running jobs: warn or release idle interactive jobs, flag never-used GPUs,
     release jobs whose training finished (run it every few minutes, e.g. from cron)."""
+    from failclass.waste.allocation import read_jobs
     from failclass.waste.watch import WatchPolicy, watch_files
 
     if release_after < warn_after:
         raise click.UsageError("--release-after must not be shorter than --warn-after")
+    if bool(jobs_file) == jobs_from_slurm:
+        raise click.UsageError("give --jobs FILE or --jobs-from-slurm, one of the two")
     policy = WatchPolicy(warn_after * 60, release_after * 60, kinds, never_used_after * 60, unreleased_grace * 60)
     moment = (now if now is None or now.tzinfo else now.replace(tzinfo=UTC)) or datetime.now(UTC)
     try:
-        found = watch_files(signals, jobs_file, moment.timestamp(), policy)
+        if jobs_from_slurm:
+            from failclass.adapters.slurm_jobs import read_running
+
+            jobs = read_running()
+        else:
+            assert jobs_file is not None
+            jobs = read_jobs(jobs_file)
+        found = watch_files(signals, jobs, moment.timestamp(), policy)
     except InputError as exc:
         input_failure(ctx, exc)
         return

@@ -120,17 +120,15 @@ def _finished_line(finished: Cause | None, timeline: Timeline | None) -> tuple[f
     return hits[-1] if hits else None
 
 
-def watch_files(signals: Sequence[Path], jobs_file: Path, now: float, policy: WatchPolicy) -> list[Signal]:
-    """The watch over signal files and a jobs file (logs read for finished-training lines)."""
-    from failclass.waste.allocation import assign, read_jobs
+def watch_files(signals: Sequence[Path], jobs: Sequence[JobAllocation], now: float, policy: WatchPolicy) -> list[Signal]:
+    """The watch over signal files and the running jobs (their logs read for finished-training lines)."""
+    from failclass.waste.allocation import assign
     from failclass.waste.causes import load_causes
     from failclass.waste.formats import read_signals
     from failclass.waste.timeline import read_timeline
 
-    jobs = {job.job: job for job in read_jobs(jobs_file)}
     finished = next(cause for cause in load_causes() if cause.id == "unreleased_job")
     assert finished.log is not None
-    timelines = {
-        name: read_timeline(job.log, finished.log.matches) for name, job in jobs.items() if job.log and job.log.is_file()
-    }
-    return watch(assign(read_signals(signals), list(jobs.values())), jobs, now, policy, finished, timelines)
+    timelines = {job.job: read_timeline(job.log, finished.log.matches) for job in jobs if job.log and job.log.is_file()}
+    by_name = {job.job: job for job in jobs}
+    return watch(assign(read_signals(signals), list(jobs)), by_name, now, policy, finished, timelines)
