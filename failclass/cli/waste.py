@@ -125,9 +125,13 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
 @click.option(
     "--jobs",
     "jobs_file",
-    required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The running jobs (as for report).",
+)
+@click.option(
+    "--jobs-from-slurm",
+    is_flag=True,
+    help="Read the running jobs and their GPUs from `scontrol show job -d` instead of a jobs file.",
 )
 @click.option(
     "--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"]), help="Judge as of this time (default: now)."

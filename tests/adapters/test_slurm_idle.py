@@ -88,17 +88,25 @@ def test_an_idle_notebook_past_the_release_limit_is_cancelled_by_the_hook(slurm:
 def test_running_jobs_are_read_from_the_real_scontrol_show_job_d(slurm: Slurm) -> None:
     from failclass.adapters.slurm_jobs import running_allocations
 
-    batch = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=train\nsleep 120\n").stdout.strip()
-    interactive = slurm.run("salloc", "--no-shell", "--job-name=notebook-shell", check=False)
-    deadline = time.monotonic() + 60
-    while True:
-        found = {job.job: job for job in running_allocations(slurm.run("scontrol", "show", "job", "-d").stdout)}
-        if batch in found and any(job.kind == "interactive" for job in found.values()):
-            break
-        assert time.monotonic() < deadline, (found, interactive.stderr)
-        time.sleep(0.5)
-    job = found[batch]
+    def running_when(ready) -> dict:
+        deadline = time.monotonic() + 60
+        while True:
+            found = {job.job: job for job in running_allocations(slurm.run("scontrol", "show", "job", "-d").stdout)}
+            if ready(found):
+                return found
+            assert time.monotonic() < deadline, found
+            time.sleep(0.5)
+
+    # One job at a time: this one-node Slurm gives a job the whole node.
+    batch = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=train\n#SBATCH --no-requeue\nsleep 120\n").stdout.strip()
+    job = running_when(lambda found: batch in found)[batch]
     assert (job.user, job.cluster, job.kind) == ("root", "debug", "batch")
     assert abs(job.start - time.time()) < 120
     assert job.gpus == ()  # this Slurm has no GPUs: nothing to place readings on
+    slurm.run("scancel", batch, check=False)
+    slurm.wait_final(batch, timeout=60)
+
+    allocated = slurm.run("salloc", "--no-shell", "--job-name=notebook-shell", check=False)
+    found = running_when(lambda found: any(job.kind == "interactive" for job in found.values()))
+    assert [job.kind for job in found.values()] == ["interactive"], allocated.stderr
     slurm.run("scancel", "--user=root", check=False)
