@@ -28,7 +28,9 @@ def running_allocations(text: str) -> list[JobAllocation]:
         fields = dict(_FIELD.findall(record))
         if fields.get("JobState") != "RUNNING":
             continue
-        gpus = tuple((node, index) for nodes, gres in _NODE.findall(record) for node in hostnames(nodes) for index in _indices(gres))
+        gpus = tuple(
+            (node, index) for nodes, gres in _NODE.findall(record) for node in hostnames(nodes) for index in _indices(gres)
+        )
         jobs.append(
             JobAllocation(
                 fields["JobId"],
@@ -43,7 +45,11 @@ def running_allocations(text: str) -> list[JobAllocation]:
 
 
 def read_running(scontrol: str = "scontrol") -> list[JobAllocation]:
-    done = subprocess.run([scontrol, "show", "job", "-d"], capture_output=True, text=True, timeout=60, check=False)
+    """The running jobs of the Slurm this host talks to."""
+    try:
+        done = subprocess.run([scontrol, "show", "job", "-d"], capture_output=True, text=True, timeout=60, check=False)
+    except OSError as exc:
+        raise InputError(f"cannot run {scontrol} show job -d: {exc.strerror or exc}") from exc
     if done.returncode != 0:
         raise InputError(f"scontrol show job -d: {done.stderr.strip() or done.returncode}")
     return running_allocations(done.stdout)

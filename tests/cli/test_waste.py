@@ -4,6 +4,9 @@ JSON for machines, and the exit codes of bad input."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import run_cli
@@ -82,3 +85,19 @@ def test_the_html_report_is_one_page_with_a_heat_map_and_a_timeline_per_job(tmp_
     assert "Interactive job (notebook or shell left idle)" in page and ">interactive_job<" not in page  # names, not ids
     assert "<script" not in page and "<link" not in page and 'src="http' not in page  # nothing to fetch
     assert "{{" not in page and "{%" not in page
+
+
+def test_watch_takes_its_jobs_from_a_file_or_from_slurm_and_says_when_slurm_cannot_answer(tmp_path):
+    signals = str(ROOT / "corpora" / "gpu_signals" / "nvidia_smi--xuesongtap_a10_lms.csv")
+    assert run_cli("waste", "watch", signals).returncode == 2  # neither
+    no_slurm = {**os.environ, "PATH": str(tmp_path)}  # no scontrol on it
+    done = subprocess.run(
+        [sys.executable, "-m", "failclass.cli", "waste", "watch", signals, "--jobs-from-slurm"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=no_slurm,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and "cannot run scontrol show job -d" in done.stderr and "Traceback" not in done.stderr
