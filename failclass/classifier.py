@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import region_indices, segment
+from failclass.logs.region import region_indices, segment, shows_failure
 from failclass.logs.text import EVIDENCE_CHARS, BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
@@ -18,6 +18,11 @@ from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.model.artifact import LoadedModel
 
 MAX_EVIDENCE_LINES = 5
+# When no rule fired at all, "No signature" is almost always wrong for a log that shows a
+# failure line: the model then speaks from this confidence on, below its own threshold
+# (leave-repository-out, it halves the failed logs answered "No signature"; passed runs,
+# which show no failure line or which it reads as no_signature, stay silent).
+NO_RULE_THRESHOLD = 0.2
 MODEL_WHY = (
     "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
     "Check the evidence line before acting on it, and correct it with `failclass label` if it is wrong."
@@ -174,7 +179,7 @@ class Classifier:
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:
             return self._signature(winner, scan, reader.bytes_read, ranking)
-        guess = self._guess(tail, scan.lines)
+        guess = self._guess(tail, scan.lines, nothing_fired=winner is None)
         if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others
             if winner is not None:
@@ -187,8 +192,10 @@ class Classifier:
             return self._signature(winner, scan, reader.bytes_read, ranking)
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
 
-    def _guess(self, tail: Tail, total_lines: int) -> ModelGuess | None:
-        """The model's answer from the end of the log, if it names a failure confidently."""
+    def _guess(self, tail: Tail, total_lines: int, nothing_fired: bool) -> ModelGuess | None:
+        """The model's answer from the end of the log, if it names a failure confidently
+        (at its threshold; from NO_RULE_THRESHOLD when no rule fired and the log shows a
+        failure line)."""
         if self.model is None:
             return None
         numbered = tail.numbered_lines(total_lines)
@@ -197,9 +204,11 @@ class Classifier:
         best = int(probabilities.argmax())
         reason = str(self.model.model.classes_[best])
         confidence = float(probabilities[best])
-        if reason == NO_SIGNATURE or confidence < self.model.threshold:
+        if reason == NO_SIGNATURE or confidence < min(self.model.threshold, NO_RULE_THRESHOLD):
             return None
         region = region_indices(texts)
+        if confidence < self.model.threshold and not (nothing_fired and shows_failure([texts[i] for i in region])):
+            return None
         strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]
         line, text = numbered[strongest]
         return ModelGuess(reason, round(confidence, 2), Evidence(line, evidence_cut(segment(text))))

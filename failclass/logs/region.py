@@ -20,6 +20,10 @@ TROUBLE = re.compile(
     r"error|exception|fail|fatal|abort|kill|signal|denied|cannot|can't|could not|unable|no such|not found"
     r"|invalid|traceback|terminat|nan|overflow|timeout|timed out|exit|core dumped|refused|closed|lost|warn|oom|memory"
 )  # searched in the lowercased line: ten times faster than re.IGNORECASE
+FAILURE = re.compile(
+    r"error|exception|fail|fatal|abort|killed|traceback|denied|cannot|can't|could not|unable|not found|no such"
+    r"|refused|timed out|timeout|core dumped|terminat|out of memory|\boom|evict|preempt|segmentation|rejected|crash"
+)  # stricter than TROUBLE (no warnings, NaN or memory talk): a line that says something failed
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")
@@ -47,6 +51,12 @@ def region_indices(lines: Sequence[str]) -> list[int]:
     recent.reverse()
     final = len(recent) - FINAL_LINES
     return [index for n, index in enumerate(recent) if n >= final or TROUBLE.search(lines[index].lower())]
+
+
+def shows_failure(lines: Sequence[str]) -> bool:
+    """Whether some line of the region says that something failed (principle 6 of the
+    labelling guide: a log with no failure line at all is "No signature")."""
+    return any(FAILURE.search(segment(line).lower()) for line in lines)
 
 
 def region_lines(text: str) -> list[str]:

@@ -5,6 +5,13 @@ and the exception line that ends it (type as printed, message). An exception lin
 printed without a traceback (a logger's one-line error) counts too, with no frames.
 Chained tracebacks ("During handling of the above exception", "The above exception was
 the direct cause") give one exception each; a caller decides which one speaks.
+
+Inside a traceback, the line that ends it names the exception even when its type does
+not end in Error or Exception (``zipfile.BadZipFile``, ``queue.Empty``,
+``StopIteration``). A traceback printed behind a prefix no rule file knows (a logger's
+``[root.train_work] ``, a CSV export's timestamp column) is read through that prefix: the
+text before ``Traceback`` is taken as the shape of the prefix (digits as any number) and
+removed from the lines that follow it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,15 @@ EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*"
     r"(?:Error|Exception|Exit|Interrupt|Fault|Failure|Exhausted|Timeout))(?::\s?(?P<message>.*))?$"
 )
+# Ends a traceback only: a module-qualified type with a capitalised name, or a built-in
+# exception whose name has no Error/Exception suffix.
+TRACEBACK_END = re.compile(
+    r"^(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)+[A-Z][A-Za-z0-9_]*"
+    r"|StopIteration|StopAsyncIteration|KeyboardInterrupt|SystemExit|GeneratorExit)(?::\s?(?P<message>.*))?$"
+)
+MAX_PREFIX = 80  # an unknown prefix longer than this is taken for text, not a prefix
+_DIGITS = re.compile(r"[0-9]+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 MAX_FRAMES = 200  # frames kept per traceback (a recursion error prints thousands)
 
 
@@ -53,18 +69,32 @@ def exceptions_in(lines: Iterable[tuple[int, int, str]], strip: Callable[[str], 
     order; ``strip`` removes launcher and logger prefixes from a line."""
     frames: list[Frame] = []
     in_traceback = False
+    unknown_prefix: re.Pattern[str] | None = None
     for number, offset, raw in lines:
         text = strip(raw).strip()
-        if TRACEBACK_START.search(text):
+        if unknown_prefix is not None and (found := unknown_prefix.match(text)):
+            text = strip(text[found.end() :]).strip()
+        start = TRACEBACK_START.search(text)
+        if start:
             frames, in_traceback = [], True
+            unknown_prefix = _prefix_shape(text[: start.start()])
             continue
         frame = FRAME.match(text) if in_traceback else None
         if frame:
             if len(frames) < MAX_FRAMES:
                 frames.append(Frame(frame["file"], frame["function"]))
             continue
-        raised = EXCEPTION.match(text)
+        raised = EXCEPTION.match(text) or (TRACEBACK_END.match(text) if frames else None)
         if raised:
             yield RaisedException(raised["type"], (raised["message"] or "").strip(), tuple(frames), number, offset, raw)
             frames, in_traceback = [], False
         # any other line inside a traceback is its source code or a ^^^ marker
+
+
+def _prefix_shape(prefix: str) -> re.Pattern[str] | None:
+    """The text before a ``Traceback`` header as a pattern for the lines after it."""
+    prefix = prefix.strip()
+    if not prefix or len(prefix) > MAX_PREFIX or _NAME.match(prefix):
+        return None  # none, text, or a notebook's "ValueError   Traceback" header
+    parts = _DIGITS.split(prefix)
+    return re.compile("[0-9]+".join(re.escape(part) for part in parts) + r"\s*")

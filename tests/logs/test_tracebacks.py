@@ -73,3 +73,23 @@ def test_the_exception_rule_beats_the_bare_traceback(classifier: Classifier) -> 
     result = classifier.classify_path(ROOT / "corpora/public/incorrect_inputs/pseco_mmdet_annotations_not_found.log")
     assert (result.reason, result.rule_id) == ("incorrect_inputs", "incorrect_inputs.missing_input_file_exception")
     assert any(r.reason == "traceback_from_crash" for r in result.also_matched)
+
+
+def test_a_traceback_ends_on_an_exception_whose_name_has_no_error_suffix() -> None:
+    """``zipfile.BadZipFile`` (real output of the corrupt-archives scenario) ends its
+    traceback; a bare capitalised word outside a traceback is not an exception."""
+    log = (ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__corrupt_archives__0.log").read_text()
+    raised = [r for r in exceptions_in(numbered(log), strip) if r.name == "BadZipFile"]
+    assert raised and raised[0].type == "zipfile.BadZipFile" and raised[0].message == "File is not a zip file"
+    assert raised[0].frames and raised[0].frames[-1].file.endswith("zipfile.py")
+    assert not list(exceptions_in(numbered("zipfile.BadZipFile: File is not a zip file\nStopIteration\n"), strip))
+
+
+def test_a_traceback_behind_an_unknown_prefix_is_read_through_it() -> None:
+    """Lightning's ``[root.train_work] `` prefix is in no rule file: the traceback's frames
+    and exception are still read (a real excerpt)."""
+    log = (ROOT / "corpora/public/output_node_error/Lightning-Universe_lightning-quick-start_31.log").read_text()
+    raised = list(exceptions_in(numbered(log), strip))
+    client = [r for r in raised if r.name == "ClientError"]
+    assert client and client[0].type == "botocore.exceptions.ClientError" and "PutObject" in client[0].message
+    assert client[0].frames

@@ -12,8 +12,8 @@ import pytest
 from conftest import run_cli
 from sklearn.base import clone
 
-from failclass.classifier import Classifier
-from failclass.logs.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_lines
+from failclass.classifier import NO_RULE_THRESHOLD, Classifier
+from failclass.logs.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_lines, shows_failure
 from failclass.logs.text import Tail, blocks_of_text, tail_text
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.model.artifact import ModelError, load, save
@@ -156,3 +156,28 @@ def test_model_evidence_is_a_real_line_of_the_log(tmp_path: Path) -> None:
         (evidence,) = result.evidence
         line = log.read_text(errors="replace").split("\n")[evidence.line - 1]
         assert evidence.text and evidence.text in line.replace("\r", " ")
+
+
+def test_below_its_threshold_the_model_speaks_only_where_no_rule_fired_on_a_failure_line(
+    small_model: FailureTextModel, tmp_path: Path
+) -> None:
+    """No rule fired on these real logs: below the model's own threshold it still answers
+    (from NO_RULE_THRESHOLD on) when the log shows a failure line, and never on a log that
+    shows none (a passed run's end)."""
+    path = tmp_path / "m.npz"
+    save(small_model, path, 0.99, {})
+    with_model = Classifier(model=load(path, KNOWN))
+    answered = 0
+    for name in ("horovod_horovod_414", "jax-ml_jax_23599", "radical-cybertools_radical.pilot_2177"):
+        log = Path(f"corpora/public/mpi_runtime_failure/{name}.log")
+        assert Classifier().classify_path(log).source == "none"
+        result = with_model.classify_path(log)
+        probabilities = small_model.predict_proba([tail_text(log)])[0]
+        top, probability = small_model.classes_[probabilities.argmax()], float(probabilities.max())
+        speaks = top != "no_signature" and NO_RULE_THRESHOLD <= probability < 0.99
+        assert result.source == ("model" if speaks else "none")
+        answered += result.source == "model"
+    assert answered
+    quiet = b"epoch 1 loss 0.52\nepoch 2 loss 0.31\nsaving model to out/model.pt\n"
+    assert shows_failure([line.decode() for line in quiet.splitlines()]) is False
+    assert with_model.classify_bytes(quiet).source == "none"
