@@ -5,7 +5,8 @@ status (passed / failed / killed / unsuccessful), submit_time, start_time, end_t
 8601), gpus, nodes, exit_code, inputs, logs, and the failure reason (a taxonomy id) for
 attempts that did not pass. Only job_id, user and status are required; lists (nodes,
 inputs, logs) are JSON lists, or ';'-separated in CSV. A bad value is reported with its
-line.
+line. Rows of `failclass batch` results read the same way, with their classification
+(source, rule, confidence); the store's rows bring the decision too.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from failclass.analytics.table7 import FailedAttempt
 from failclass.errors import InputError
 
+if TYPE_CHECKING:
+    from failclass.store.views import StoredAttempt
+
 REQUIRED = ("job_id", "user", "status")
+STATUSES = ("passed", "failed", "killed", "unsuccessful")
 UNKNOWN_USER = "unknown"  # batch results without a manifest: whose attempt it was is not known
 
 
@@ -41,6 +46,17 @@ class AttemptRecord:
     exit_code: int | None = None
     inputs: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
+    source: str | None = None  # what classified it: rule, model, ...
+    rule_id: str | None = None
+    confidence: float | None = None
+    action: str | None = None  # the decision, where one was made
+    clause: str | None = None  # the policy clause behind it
+    recorded_at: datetime | None = None
+
+    @property
+    def time(self) -> datetime | None:
+        """When the attempt happened, for time ranges: its end, else start, submission, recording."""
+        return self.end_time or self.start_time or self.submit_time or self.recorded_at
 
     @property
     def rtf_minutes(self) -> float | None:
@@ -56,6 +72,10 @@ def _time(value: Any) -> datetime | None:
     if value in (None, ""):
         return None
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def _text(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
 
 
 def _list(value: Any) -> tuple[str, ...]:
@@ -88,6 +108,11 @@ def record_of(row: Mapping[str, Any], where: str) -> AttemptRecord:
             exit_code=int(row["exit_code"]) if row.get("exit_code") not in (None, "") else None,
             inputs=_list(row.get("inputs")),
             logs=_list(row.get("logs") or row.get("log")),
+            source=_text(row.get("source")),
+            rule_id=_text(row.get("rule_id")),
+            confidence=float(row["confidence"]) if row.get("confidence") not in (None, "") else None,
+            action=_text(row.get("action")),
+            clause=_text(row.get("clause")),
         )
     except (TypeError, ValueError) as exc:
         raise InputError(f"{where}: bad value ({exc})") from None
@@ -133,6 +158,30 @@ def read_records(paths: Iterable[Path]) -> list[AttemptRecord]:
     return records
 
 
-def store_records(rows: Iterable[Mapping[str, Any]]) -> list[AttemptRecord]:
+def store_records(rows: Iterable[StoredAttempt]) -> list[AttemptRecord]:
     """From `Store.attempt_rows()`."""
-    return [record_of(row, f"store attempt {row.get('job_id')}/{row.get('attempt')}") for row in rows]
+    return [
+        AttemptRecord(
+            job_id=row.job_id,
+            attempt=row.attempt,
+            user=row.user,
+            vc=row.vc,
+            status=row.status,
+            start_time=row.start_time,
+            end_time=row.end_time,
+            gpus=row.gpus,
+            reason=row.reason,
+            submit_time=row.submit_time,
+            nodes=row.nodes,
+            exit_code=row.exit_code,
+            inputs=row.inputs,
+            logs=row.logs,
+            source=row.source,
+            rule_id=row.rule_id,
+            confidence=row.confidence,
+            action=row.action,
+            clause=row.clause,
+            recorded_at=row.recorded_at,
+        )
+        for row in rows
+    ]

@@ -1,28 +1,31 @@
 """The failure report over classified attempts: Table 7, Table 6 and repetition per
-reason, rendered as Markdown, CSV (Table 7) or JSON."""
+reason, and the cells every rendering of them shows (GPU time in GPU-hours throughout,
+reasons by their names)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from failclass.analytics.records import AttemptRecord
 from failclass.analytics.repetition import ReasonRepetition, repetition
 from failclass.analytics.status import Table6Row, table6_of
 from failclass.analytics.table7 import Table7Row, table7
-from failclass.matching.taxonomy import Taxonomy
+from failclass.matching.taxonomy import NO_SIGNATURE, Taxonomy
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
+# The reason that makes a killed attempt a failure (the scheduler took the GPUs away).
+PREEMPTED = "job_preempted"
 
 
 @dataclass(frozen=True)
 class Report:
     attempts: int
     failed_attempts: int
+    jobs: int
+    users: int
+    gpu_hours_lost: float  # runtime to failure x GPUs over the failed attempts
     table7: list[Table7Row]
     table6: list[Table6Row]
     repetition: list[ReasonRepetition]
@@ -30,23 +33,40 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def reason_names(self) -> dict[str, str]:
+        return {row.reason_id: row.reason_name for row in self.table7}
+
 
 def is_failure(record: AttemptRecord) -> bool:
     """What Table 7 counts: attempts that failed, and killed ones that were preempted; a
     job killed by its user is no failure (it counts in Table 6)."""
-    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason == "job_preempted")
+    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason == PREEMPTED)
+
+
+def reason_of(record: AttemptRecord) -> str:
+    return record.reason or NO_SIGNATURE
 
 
 def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report:
     failed = [r for r in records if is_failure(r)]
     attempts = [r.failed() for r in failed]
     last: dict[str, AttemptRecord] = {}
-    gpu_minutes: dict[str, float] = {}
+    gpu_hours: dict[str, float] = {}
     for record in sorted(records, key=lambda r: (r.job_id, r.attempt)):
         last[record.job_id] = record
-        gpu_minutes[record.job_id] = gpu_minutes.get(record.job_id, 0.0) + record.gpus * (record.rtf_minutes or 0.0)
-    jobs = [(FINAL_STATUS.get(r.status, "unsuccessful"), gpu_minutes[job]) for job, r in last.items()]
-    return Report(len(records), len(failed), table7(attempts, taxonomy), table6_of(jobs), repetition(attempts))
+        gpu_hours[record.job_id] = gpu_hours.get(record.job_id, 0.0) + record.gpus * (record.rtf_minutes or 0.0) / 60
+    jobs = [(FINAL_STATUS.get(r.status, "unsuccessful"), gpu_hours[job]) for job, r in last.items()]
+    rows = table7(attempts, taxonomy)
+    return Report(
+        attempts=len(records),
+        failed_attempts=len(failed),
+        jobs=len(last),
+        users=len({r.user for r in records}),
+        gpu_hours_lost=round(sum((a.rtf_minutes or 0.0) * max(a.gpus, 1) for a in attempts) / 60, 2),
+        table7=rows,
+        table6=table6_of(jobs),
+        repetition=repetition(attempts),
+    )
 
 
 def cell(value: Any) -> str:
@@ -73,10 +93,10 @@ TABLE7_HEADERS = [
     "1 GPU",
     "2-4",
     ">4",
-    "RTF x GPUs (GPU-min)",
+    "RTF x GPUs (GPU-h)",
     "%",
 ]
-TABLE6_HEADERS = ["status", "jobs", "jobs %", "GPU time %"]
+TABLE6_HEADERS = ["status", "jobs", "jobs %", "GPU-h", "GPU time %"]
 REPEAT_HEADERS = ["reason", "trials", "per job", "per user", "top users (trials)", "their share"]
 
 
@@ -95,7 +115,7 @@ def table7_cells(report: Report) -> list[list[Any]]:
             r.demand_1,
             r.demand_2_4,
             r.demand_gt4,
-            r.rtf_x_demand_gpu_min,
+            r.rtf_x_demand_gpu_h,
             r.rtf_x_demand_pct,
         ]
         for r in report.table7
@@ -103,13 +123,14 @@ def table7_cells(report: Report) -> list[list[Any]]:
 
 
 def table6_cells(report: Report) -> list[list[Any]]:
-    return [[r.status, r.jobs, r.jobs_pct, r.gpu_time_pct] for r in report.table6]
+    return [[r.status, r.jobs, r.jobs_pct, r.gpu_hours, r.gpu_time_pct] for r in report.table6]
 
 
 def repeat_cells(report: Report) -> list[list[Any]]:
+    names = report.reason_names()
     return [
         [
-            r.reason_id,
+            names.get(r.reason_id, r.reason_id),
             r.trials,
             r.trials_per_job,
             r.trials_per_user,
@@ -118,30 +139,3 @@ def repeat_cells(report: Report) -> list[list[Any]]:
         ]
         for r in report.repetition
     ]
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-
-
-def to_markdown(report: Report) -> str:
-    out = [f"# Failure report: {report.attempts:,} attempts, {report.failed_attempts:,} failed", ""]
-    out += ["## Failures by reason (Table 7)", "", *_table(TABLE7_HEADERS, table7_cells(report))]
-    out += ["", "## Jobs by final status (Table 6)", "", *_table(TABLE6_HEADERS, table6_cells(report))]
-    out += ["", "## Repeats", "", *_table(REPEAT_HEADERS, repeat_cells(report))]
-    return "\n".join(out) + "\n"
-
-
-def to_csv(report: Report) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    names = [f.name for f in fields(Table7Row)]
-    writer.writerow(names)
-    for row in report.table7:
-        writer.writerow([getattr(row, name) for name in names])
-    return buffer.getvalue()
-
-
-def to_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=1)

@@ -19,21 +19,25 @@ class Table6Row:
     jobs: int
     jobs_pct: float
     gpu_time_pct: float
+    gpu_hours: float
 
 
 def table6(jobs: Sequence[TraceJob]) -> list[Table6Row]:
-    return table6_of([(job.status, job.gpu_seconds) for job in jobs])
+    return table6_of([(job.status, job.gpu_seconds / 3600) for job in jobs])
 
 
 def table6_of(jobs: Sequence[tuple[str, float]]) -> list[Table6Row]:
-    """Table 6 from (final status, GPU time) per job."""
+    """Table 6 from (final status, GPU-hours) per job."""
     counts = Counter(status for status, _ in jobs)
     gpu: dict[str, float] = defaultdict(float)
     for status, gpu_time in jobs:
         gpu[status] += gpu_time
     total_jobs, total_gpu = len(jobs) or 1, sum(gpu.values()) or 1
-    rows = [Table6Row(s, counts[s], round(100 * counts[s] / total_jobs, 2), round(100 * gpu[s] / total_gpu, 2)) for s in ORDER]
-    return [*rows, Table6Row("total", len(jobs), 100.0, 100.0)]
+    rows = [
+        Table6Row(s, counts[s], round(100 * counts[s] / total_jobs, 2), round(100 * gpu[s] / total_gpu, 2), round(gpu[s], 2))
+        for s in ORDER
+    ]
+    return [*rows, Table6Row("total", len(jobs), 100.0, 100.0, round(sum(gpu.values()), 2))]
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ class Table7Row:
     demand_gt4: int
     rtf_x_demand_gpu_min: float
     rtf_x_demand_pct: float
+    rtf_x_demand_gpu_h: float  # the same GPU time in the unit of every other table and plot
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,6 +89,7 @@ def table7(attempts: Iterable[FailedAttempt], taxonomy: Taxonomy) -> list[Table7
                 demand_gt4=buckets["demand_gt4"],
                 rtf_x_demand_gpu_min=round(weighted[reason], 2),
                 rtf_x_demand_pct=round(100 * weighted[reason] / total_weighted, 2),
+                rtf_x_demand_gpu_h=round(weighted[reason] / 60, 2),
             )
         )
     return sorted(table, key=lambda row: (row.reason_id == NO_SIGNATURE, -row.trials, row.reason_id))

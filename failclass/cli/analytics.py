@@ -3,48 +3,109 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from failclass.analytics.records import STATUSES
 from failclass.cli.common import input_failure
 from failclass.errors import InputError
-from failclass.matching.taxonomy import builtin_taxonomy
+from failclass.matching.taxonomy import Taxonomy, builtin_taxonomy
+
+if TYPE_CHECKING:
+    from failclass.analytics.analysis import Analysis
 
 
 @click.command()
 @click.argument("manifests", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--database-url", help="Report on the attempts in this store instead of manifests.")
+@click.option("--since", help="First time kept: ISO 8601 (UTC unless a zone is given) or a span before now: 7d, 12h, 90m.")
+@click.option("--until", help="First time left out (same forms as --since); now by default.")
+@click.option("--user", "users", multiple=True, help="Only this user's attempts (repeat for several).")
+@click.option(
+    "--vc", "--partition", "vcs", multiple=True, help="Only this virtual cluster: Slurm partition, Kubernetes namespace."
+)
+@click.option("--reason", "reasons", multiple=True, help="Only attempts classified with this reason id.")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), help="Only attempts with this status.")
+@click.option(
+    "--compare-to",
+    help="Compare with 'previous' (the period of the same length just before --since) or START/END; deltas shown.",
+)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "csv", "json", "html"]), default="markdown", show_default=True)
+@click.option(
+    "--export",
+    "export_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write every table and the attempts (with classification and decision) as Parquet and CSV here.",
+)
 @click.pass_context
-def report(ctx: click.Context, manifests: tuple[Path, ...], database_url: str | None, fmt: str) -> None:
-    """Table 7, Table 6 and repeats per reason, over classified attempts (CSV or JSON Lines
-    manifests with job_id, attempt, user, status, start_time, end_time, gpus, reason)."""
-    from failclass.analytics.records import read_records, store_records
-    from failclass.analytics.report import build_report, to_csv, to_json, to_markdown
+def report(
+    ctx: click.Context,
+    manifests: tuple[Path, ...],
+    database_url: str | None,
+    since: str | None,
+    until: str | None,
+    users: tuple[str, ...],
+    vcs: tuple[str, ...],
+    reasons: tuple[str, ...],
+    statuses: tuple[str, ...],
+    compare_to: str | None,
+    fmt: str,
+    export_dir: Path | None,
+) -> None:
+    """Table 7, Table 6 and repeats per reason over classified attempts: manifests or
+    `failclass batch` results (CSV, JSON Lines, Parquet; job_id, attempt, user, vc, status,
+    start_time, end_time, gpus, reason), or the store. Filter them, and compare two periods."""
+    from failclass.analytics.analysis import FileSource, RecordSource, StoreSource, analyse, database_label
+    from failclass.analytics.selection import parse_comparison, parse_selection
 
     if bool(manifests) == bool(database_url):
         raise click.UsageError("give manifests or --database-url, one of the two")
     try:
+        selection = parse_selection(since, until, users, vcs, reasons, statuses)
+        against = parse_comparison(compare_to, selection)
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        source: RecordSource
         if database_url:
             from failclass.store.repository import Store
 
-            records = store_records(Store.open(database_url, migrate=False).attempt_rows())
+            source = StoreSource(Store.open(database_url, migrate=False), database_label(database_url))
         else:
-            records = read_records(manifests)
+            source = FileSource(manifests)
     except InputError as exc:
         input_failure(ctx, exc)
         return
     taxonomy = builtin_taxonomy()
-    unknown = sorted({r.reason for r in records if r.reason} - set(taxonomy.reasons))
-    if unknown:
-        raise click.UsageError(f"reasons unknown to the taxonomy: {unknown}")
-    built = build_report(records, taxonomy)
+    try:
+        analysis = analyse(source, selection, taxonomy, against)
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from None
+    if export_dir is not None:
+        _export(ctx, analysis, taxonomy, export_dir)
+    click.echo(_render(analysis, taxonomy, fmt), nl=False)
+
+
+def _render(analysis: Analysis, taxonomy: Taxonomy, fmt: str) -> str:
     if fmt == "html":
         from failclass.analytics.html import to_html  # matplotlib loads only here
 
-        click.echo(to_html(built, records, taxonomy), nl=False)
+        return to_html(analysis, taxonomy)
+    from failclass.analytics.render import to_csv, to_json, to_markdown
+
+    return {"markdown": to_markdown, "csv": to_csv, "json": to_json}[fmt](analysis)
+
+
+def _export(ctx: click.Context, analysis: Analysis, taxonomy: Taxonomy, folder: Path) -> None:
+    from failclass.analytics.export import export
+
+    try:
+        written = export(analysis, taxonomy, folder)
+    except InputError as exc:
+        input_failure(ctx, exc)
         return
-    click.echo({"markdown": to_markdown, "csv": to_csv, "json": to_json}[fmt](built), nl=False)
+    click.echo(f"wrote {len(written)} files ({len(written) // 2} tables, Parquet and CSV) to {folder}", err=True)
 
 
 @click.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -93,13 +92,13 @@ def batch(
 
 def batch_report(out: Path) -> Path:
     """report.md and report.html beside the results, from the manifest's facts."""
+    from failclass.analytics.analysis import FileSource, analyse
     from failclass.analytics.html import to_html
-    from failclass.analytics.records import record_of
-    from failclass.analytics.report import build_report, to_markdown
+    from failclass.analytics.render import to_markdown
+    from failclass.analytics.selection import Selection
 
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    records = [record_of(row, f"{out}/results.jsonl") for row in rows]
-    built = build_report(records, builtin_taxonomy())
-    (out / "report.md").write_text(to_markdown(built))
-    (out / "report.html").write_text(to_html(built, records, builtin_taxonomy()))
+    taxonomy = builtin_taxonomy()
+    analysis = analyse(FileSource([out / "results.jsonl"]), Selection(), taxonomy)
+    (out / "report.md").write_text(to_markdown(analysis))
+    (out / "report.html").write_text(to_html(analysis, taxonomy))
     return out / "report.html"

@@ -1,13 +1,17 @@
 """Reading the store and operators' actions on it: a job's attempts, decisions, the
-blacklist, holds, suspect nodes, labels, and every attempt for the analytics."""
+blacklist, holds, suspect nodes, labels, and every attempt for the analytics.
+
+The rows that leave as JSON (the service answers with them as they are) are TypedDicts:
+typed for the code, plain objects on the wire. The analytics' rows are dataclasses."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from failclass.store.database import Database
@@ -24,11 +28,144 @@ from failclass.store.models import (
 DEFAULT_LIMIT = 100
 
 
+class EvidenceLine(TypedDict):
+    line: int
+    text: str
+
+
+class ClassificationBody(TypedDict):
+    """The classify contract of DESIGN.md, as stored."""
+
+    reason: str
+    reason_name: str
+    categories: list[str]
+    source: str
+    rule_id: str | None
+    why: str
+    confidence: float
+    evidence: list[EvidenceLine]
+    bytes: int
+    lines: int
+
+
+class Explanation(TypedDict):
+    reason: str
+    rule_id: str | None
+    evidence: list[EvidenceLine]
+    policy_clause: str
+    message: str
+    counters: dict[str, Any]  # the policy's counters, as JSON
+
+
+class DecisionEffects(TypedDict):
+    hold: str | None
+    blacklisted_inputs: list[str]
+    suspect_nodes: list[str]
+
+
+class DecisionView(TypedDict):
+    """A stored decision: who and when, then the decision contract as stored."""
+
+    id: int
+    kind: str  # failure | admission
+    job_id: str
+    user: str
+    decided_at: str
+    action: str
+    mode: str
+    enforced: bool
+    backoff_seconds: float | None
+    exclude_nodes: list[str]
+    avoid_gpu_types: list[str]
+    memory_factor: float | None
+    explanation: Explanation
+    effects: DecisionEffects
+
+
+class AttemptView(TypedDict):
+    job_id: str
+    attempt: int
+    user: str
+    vc: str
+    status: str
+    submit_time: str | None
+    start_time: str | None
+    end_time: str | None
+    gpus: int
+    gpu_type: str | None
+    nodes: list[str]
+    exit_code: int | None
+    signal: int | None
+    inputs: list[str]
+    logs: list[str]
+    recorded_at: str
+    classification: ClassificationBody | None
+    decision: DecisionView | None
+
+
+class BlacklistEntry(TypedDict):
+    id: int
+    path: str
+    why: str
+    evidence: dict[str, Any]  # the failures behind it, as JSON
+    created_at: str
+    cleared_at: str | None
+    cleared_by: str | None
+
+
+class HoldEntry(TypedDict):
+    id: int
+    user: str
+    reason: str
+    evidence: dict[str, Any]  # the failures behind it, as JSON
+    created_at: str
+    released_at: str | None
+    released_by: str | None
+
+
+class NodeEntry(TypedDict):
+    node: str
+    jobs: list[str]
+    reasons: list[str]
+    last_failure: str
+    suspect: bool
+
+
+@dataclass(frozen=True)
+class StoredAttempt:
+    """One attempt with its classification and decision, for the analytics."""
+
+    job_id: str
+    attempt: int
+    user: str
+    vc: str
+    status: str
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    recorded_at: datetime
+    gpus: int
+    nodes: tuple[str, ...]
+    exit_code: int | None
+    inputs: tuple[str, ...]
+    logs: tuple[str, ...]
+    reason: str | None
+    source: str | None
+    rule_id: str | None
+    confidence: float | None
+    action: str | None
+    clause: str | None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
 class StoreViews(Database):
-    def job(self, job_id: str) -> list[dict[str, Any]]:
+    def job(self, job_id: str) -> list[AttemptView]:
         with self.sessions() as session:
             rows = session.scalars(select(AttemptRow).where(AttemptRow.job_id == job_id).order_by(AttemptRow.attempt_no)).all()
-            return [attempt_dict(session, row) for row in rows]
+            return [attempt_view(session, row) for row in rows]
 
     def decisions(
         self,
@@ -37,7 +174,7 @@ class StoreViews(Database):
         action: str | None = None,
         since: datetime | None = None,
         limit: int = DEFAULT_LIMIT,
-    ) -> list[dict[str, Any]]:
+    ) -> list[DecisionView]:
         query = select(DecisionRow).order_by(DecisionRow.decided_at.desc(), DecisionRow.id.desc()).limit(limit)
         for column, value in ((DecisionRow.user, user), (DecisionRow.job_id, job_id), (DecisionRow.action, action)):
             if value is not None:
@@ -45,15 +182,23 @@ class StoreViews(Database):
         if since is not None:
             query = query.where(DecisionRow.decided_at >= since)
         with self.sessions() as session:
-            return [decision_dict(row) for row in session.scalars(query)]
+            return [decision_view(row) for row in session.scalars(query)]
 
-    def blacklist(self, include_cleared: bool = False) -> list[dict[str, Any]]:
+    def blacklist(self, include_cleared: bool = False) -> list[BlacklistEntry]:
         query = select(BlacklistRow).order_by(BlacklistRow.created_at)
         if not include_cleared:
             query = query.where(BlacklistRow.cleared_at.is_(None))
         with self.sessions() as session:
             return [
-                row_dict(row, ("id", "path", "why", "evidence", "created_at", "cleared_at", "cleared_by"))
+                BlacklistEntry(
+                    id=row.id,
+                    path=row.path,
+                    why=row.why,
+                    evidence=row.evidence,
+                    created_at=row.created_at.isoformat(),
+                    cleared_at=_iso(row.cleared_at),
+                    cleared_by=row.cleared_by,
+                )
                 for row in session.scalars(query)
             ]
 
@@ -65,13 +210,21 @@ class StoreViews(Database):
             row.cleared_at, row.cleared_by = now or datetime.now(UTC), by
             return True
 
-    def holds(self, include_released: bool = False) -> list[dict[str, Any]]:
+    def holds(self, include_released: bool = False) -> list[HoldEntry]:
         query = select(HoldRow).order_by(HoldRow.created_at)
         if not include_released:
             query = query.where(HoldRow.released_at.is_(None))
         with self.sessions() as session:
             return [
-                row_dict(row, ("id", "user", "reason", "evidence", "created_at", "released_at", "released_by"))
+                HoldEntry(
+                    id=row.id,
+                    user=row.user,
+                    reason=row.reason,
+                    evidence=row.evidence,
+                    created_at=row.created_at.isoformat(),
+                    released_at=_iso(row.released_at),
+                    released_by=row.released_by,
+                )
                 for row in session.scalars(query)
             ]
 
@@ -83,7 +236,7 @@ class StoreViews(Database):
             row.released_at, row.released_by = now or datetime.now(UTC), by
             return True
 
-    def nodes(self, window_hours: float, min_jobs: int, now: datetime | None = None) -> list[dict[str, Any]]:
+    def nodes(self, window_hours: float, min_jobs: int, now: datetime | None = None) -> list[NodeEntry]:
         """Nodes with hardware failures in the window; suspect from ``min_jobs`` distinct jobs."""
         now = now or datetime.now(UTC)
         since = now - timedelta(hours=window_hours)
@@ -93,24 +246,23 @@ class StoreViews(Database):
                     NodeFailureRow.failed_at >= since
                 )
             ).all()
-        grouped: dict[str, dict[str, Any]] = {}
+        jobs: dict[str, set[str]] = {}
+        reasons: dict[str, set[str]] = {}
+        last: dict[str, datetime] = {}
         for node, job, reason, at in rows:
-            entry = grouped.setdefault(node, {"node": node, "jobs": set(), "reasons": set(), "last_failure": at})
-            entry["jobs"].add(job)
-            entry["reasons"].add(reason)
-            entry["last_failure"] = max(entry["last_failure"], at)
-        result = []
-        for entry in grouped.values():
-            jobs = sorted(entry["jobs"])
-            result.append(
-                {
-                    "node": entry["node"],
-                    "jobs": jobs,
-                    "reasons": sorted(entry["reasons"]),
-                    "last_failure": entry["last_failure"].isoformat(),
-                    "suspect": len(jobs) >= min_jobs,
-                }
+            jobs.setdefault(node, set()).add(job)
+            reasons.setdefault(node, set()).add(reason)
+            last[node] = max(last.get(node, at), at)
+        result = [
+            NodeEntry(
+                node=node,
+                jobs=sorted(jobs[node]),
+                reasons=sorted(reasons[node]),
+                last_failure=last[node].isoformat(),
+                suspect=len(jobs[node]) >= min_jobs,
             )
+            for node in jobs
+        ]
         return sorted(result, key=lambda e: (-len(e["jobs"]), e["node"]))
 
     def add_label(self, attempt_id: int | None, reason: str, stored_as: str, note: str, by: str) -> int:
@@ -123,74 +275,105 @@ class StoreViews(Database):
             session.flush()
             return row.id
 
-    def attempt_rows(self) -> list[dict[str, Any]]:
-        """Every attempt with its classification, for the analytics."""
+    def attempt_rows(
+        self,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        users: Sequence[str] = (),
+        vcs: Sequence[str] = (),
+        reasons: Sequence[str] = (),
+        statuses: Sequence[str] = (),
+    ) -> list[StoredAttempt]:
+        """Every attempt with its classification and decision, for the analytics; filtered
+        in SQL. An attempt's time is its end, else start, submission, recording time;
+        since <= time < until."""
+        query = (
+            select(AttemptRow, ClassificationRow, DecisionRow)
+            .outerjoin(ClassificationRow, ClassificationRow.attempt_id == AttemptRow.id)
+            .outerjoin(DecisionRow, DecisionRow.attempt_id == AttemptRow.id)
+            .where(*_attempt_filters(since, until, users, vcs, reasons, statuses))
+            .order_by(AttemptRow.id)
+        )
         with self.sessions() as session:
-            rows = session.execute(
-                select(AttemptRow, ClassificationRow).join(ClassificationRow, ClassificationRow.attempt_id == AttemptRow.id)
-            ).all()
-            return [
-                {
-                    "job_id": a.job_id,
-                    "attempt": a.attempt_no,
-                    "user": a.user,
-                    "vc": a.vc,
-                    "status": a.status,
-                    "gpus": a.gpus,
-                    "start_time": a.start_time,
-                    "end_time": a.end_time,
-                    "reason": c.reason,
-                }
-                for a, c in rows
-            ]
+            return [stored_attempt(a, c, d) for a, c, d in session.execute(query)]
 
 
-def row_dict(row: Any, names: Sequence[str]) -> dict[str, Any]:
-    out = {}
-    for name in names:
-        value = getattr(row, name)
-        out[name] = value.isoformat() if isinstance(value, datetime) else value
-    return out
+def _attempt_filters(
+    since: datetime | None,
+    until: datetime | None,
+    users: Sequence[str],
+    vcs: Sequence[str],
+    reasons: Sequence[str],
+    statuses: Sequence[str],
+) -> list[ColumnElement[bool]]:
+    when = func.coalesce(AttemptRow.end_time, AttemptRow.start_time, AttemptRow.submit_time, AttemptRow.recorded_at)
+    where: list[ColumnElement[bool]] = []
+    if since is not None:
+        where.append(when >= since)
+    if until is not None:
+        where.append(when < until)
+    for column, values in (
+        (AttemptRow.user, users),
+        (AttemptRow.vc, vcs),
+        (ClassificationRow.reason, reasons),
+        (AttemptRow.status, statuses),
+    ):
+        if values:
+            where.append(column.in_(list(values)))
+    return where
 
 
-def decision_dict(row: DecisionRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "kind": row.kind,
-        "job_id": row.job_id,
-        "user": row.user,
-        "decided_at": row.decided_at.isoformat(),
-        **row.body,
-    }
+def stored_attempt(a: AttemptRow, c: ClassificationRow | None, d: DecisionRow | None) -> StoredAttempt:
+    return StoredAttempt(
+        job_id=a.job_id,
+        attempt=a.attempt_no,
+        user=a.user,
+        vc=a.vc,
+        status=a.status,
+        submit_time=a.submit_time,
+        start_time=a.start_time,
+        end_time=a.end_time,
+        recorded_at=a.recorded_at,
+        gpus=a.gpus,
+        nodes=tuple(str(n) for n in a.nodes or ()),
+        exit_code=a.exit_code,
+        inputs=tuple(str(i) for i in a.inputs or ()),
+        logs=tuple(str(log) for log in a.logs or ()),
+        reason=c.reason if c else None,
+        source=c.source if c else None,
+        rule_id=c.rule_id if c else None,
+        confidence=c.confidence if c else None,
+        action=d.action if d else None,
+        clause=d.clause if d else None,
+    )
 
 
-def attempt_dict(session: Session, row: AttemptRow) -> dict[str, Any]:
+def decision_view(row: DecisionRow) -> DecisionView:
+    body = cast(dict[str, Any], row.body)  # the decision contract, stored as JSON
+    who = {"id": row.id, "kind": row.kind, "job_id": row.job_id, "user": row.user, "decided_at": row.decided_at.isoformat()}
+    return cast(DecisionView, {**who, **body})
+
+
+def attempt_view(session: Session, row: AttemptRow) -> AttemptView:
     classification = session.scalar(select(ClassificationRow).where(ClassificationRow.attempt_id == row.id))
     decision = session.scalar(select(DecisionRow).where(DecisionRow.attempt_id == row.id))
-    facts = row_dict(
-        row,
-        (
-            "job_id",
-            "attempt_no",
-            "user",
-            "vc",
-            "status",
-            "submit_time",
-            "start_time",
-            "end_time",
-            "gpus",
-            "gpu_type",
-            "nodes",
-            "exit_code",
-            "signal",
-            "inputs",
-            "logs",
-            "recorded_at",
-        ),
+    return AttemptView(
+        job_id=row.job_id,
+        attempt=row.attempt_no,
+        user=row.user,
+        vc=row.vc,
+        status=row.status,
+        submit_time=_iso(row.submit_time),
+        start_time=_iso(row.start_time),
+        end_time=_iso(row.end_time),
+        gpus=row.gpus,
+        gpu_type=row.gpu_type,
+        nodes=list(row.nodes or ()),
+        exit_code=row.exit_code,
+        signal=row.signal,
+        inputs=list(row.inputs or ()),
+        logs=list(row.logs or ()),
+        recorded_at=row.recorded_at.isoformat(),
+        classification=cast(ClassificationBody, classification.body) if classification else None,
+        decision=decision_view(decision) if decision else None,
     )
-    facts["attempt"] = facts.pop("attempt_no")
-    return {
-        **facts,
-        "classification": classification.body if classification else None,
-        "decision": decision_dict(decision) if decision else None,
-    }

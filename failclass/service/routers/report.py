@@ -1,18 +1,55 @@
-"""GET /v1/report: Table 7, Table 6 and repeats per reason over the attempts in the store."""
+"""GET /v1/report: Table 7, Table 6 and repeats per reason over the attempts in the store,
+filtered as `failclass report` filters (the same Selection), optionally compared with
+another period; as JSON, Markdown or the HTML page."""
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
-from failclass.analytics.records import store_records
-from failclass.analytics.report import build_report
-from failclass.service.deps import ClassifierDep, Reader, StoreDep
+from failclass.analytics.analysis import StoreSource, analyse, database_label
+from failclass.analytics.selection import parse_comparison, parse_selection
+from failclass.errors import InputError
+from failclass.service.deps import ClassifierDep, Reader, SettingsDep, StoreDep
 
 router = APIRouter(prefix="/v1", tags=["report"])
+PLOTTING = threading.Lock()  # pyplot keeps global state: one page drawn at a time
+
+Values = Annotated[list[str], Query()]
 
 
-@router.get("/report")
-def report(store: StoreDep, classifier: ClassifierDep, _: Reader) -> dict[str, Any]:
-    return build_report(store_records(store.attempt_rows()), classifier.ruleset.taxonomy).to_dict()
+@router.get("/report", response_model=None)
+def report(
+    store: StoreDep,
+    classifier: ClassifierDep,
+    settings: SettingsDep,
+    _: Reader,
+    since: Annotated[str | None, Query(description="ISO 8601 or a span before now: 7d, 12h, 90m")] = None,
+    until: Annotated[str | None, Query(description="First time left out; now by default")] = None,
+    user: Values = [],  # noqa: B006 (FastAPI copies defaults)
+    vc: Annotated[list[str], Query(description="Virtual cluster: Slurm partition, Kubernetes namespace")] = [],  # noqa: B006
+    reason: Values = [],  # noqa: B006
+    status: Values = [],  # noqa: B006
+    compare_to: Annotated[str | None, Query(description="'previous' or START/END")] = None,
+    format: Literal["json", "markdown", "html"] = "json",
+) -> dict[str, Any] | Response:
+    taxonomy = classifier.ruleset.taxonomy
+    try:
+        selection = parse_selection(since, until, user, vc, reason, status)
+        against = parse_comparison(compare_to, selection)
+        analysis = analyse(StoreSource(store, database_label(settings.database_url)), selection, taxonomy, against)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
+    if format == "html":
+        from failclass.analytics.html import to_html  # matplotlib loads only here
+
+        with PLOTTING:
+            return HTMLResponse(to_html(analysis, taxonomy))
+    if format == "markdown":
+        from failclass.analytics.render import to_markdown
+
+        return PlainTextResponse(to_markdown(analysis), media_type="text/markdown; charset=utf-8")
+    return analysis.to_dict()

@@ -1,0 +1,132 @@
+"""A report as people ask for it: the attempts of a source (the store, manifests, batch
+results) that a selection keeps, their tables, where and when the data comes from, and
+optionally the same tables for another period with the deltas."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from failclass.analytics.comparison import Comparison, compare
+from failclass.analytics.records import AttemptRecord, read_records, store_records
+from failclass.analytics.report import Report, build_report
+from failclass.analytics.selection import Selection
+from failclass.errors import InputError
+from failclass.matching.taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    from failclass.store.views import StoreViews
+
+
+class RecordSource(Protocol):
+    label: str
+
+    def records(self, selection: Selection) -> list[AttemptRecord]: ...
+
+
+class FileSource:
+    """Manifests or `failclass batch` results (CSV, JSON Lines, Parquet), read once and
+    filtered in memory."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.label = ", ".join(str(p) for p in paths)
+        self._all = read_records(paths)
+
+    def records(self, selection: Selection) -> list[AttemptRecord]:
+        return selection.apply(self._all)
+
+
+class StoreSource:
+    """The store; the selection becomes the query's WHERE clause."""
+
+    def __init__(self, store: StoreViews, label: str) -> None:
+        self.store = store
+        self.label = label
+
+    def records(self, selection: Selection) -> list[AttemptRecord]:
+        rows = self.store.attempt_rows(
+            since=selection.since,
+            until=selection.until,
+            users=selection.users,
+            vcs=selection.vcs,
+            reasons=selection.reasons,
+            statuses=selection.statuses,
+        )
+        return store_records(rows)
+
+
+def database_label(url: str) -> str:
+    """The database a report read, without its password."""
+    from sqlalchemy.engine import make_url
+
+    return "store " + make_url(url).render_as_string(hide_password=True)
+
+
+@dataclass(frozen=True)
+class Scope:
+    source: str
+    selection: str  # the filter in words
+    first: datetime | None  # the earliest and latest attempt times in the selection
+    last: datetime | None
+    generated: datetime
+
+    def data_range(self) -> str:
+        if self.first is None or self.last is None:
+            return "no attempt with a time"
+        return f"{self.first.isoformat(timespec='minutes')} to {self.last.isoformat(timespec='minutes')}"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    report: Report
+    records: list[AttemptRecord]
+    scope: Scope
+    comparison: Comparison | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON answer: the report's tables, then the scope and the comparison."""
+        scope = {
+            "source": self.scope.source,
+            "selection": self.scope.selection,
+            "first": self.scope.first.isoformat() if self.scope.first else None,
+            "last": self.scope.last.isoformat() if self.scope.last else None,
+            "generated": self.scope.generated.isoformat(timespec="seconds"),
+        }
+        comparison = asdict(self.comparison) if self.comparison else None
+        return {**self.report.to_dict(), "scope": scope, "comparison": comparison}
+
+
+def check_reasons(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> None:
+    unknown = sorted({r.reason for r in records if r.reason} - set(taxonomy.reasons))
+    if unknown:
+        raise InputError(f"reasons unknown to the taxonomy: {unknown}")
+
+
+def analyse(
+    source: RecordSource,
+    selection: Selection,
+    taxonomy: Taxonomy,
+    against: Selection | None = None,
+    now: datetime | None = None,
+) -> Analysis:
+    selection.check_reasons(taxonomy)
+    records = source.records(selection)
+    check_reasons(records, taxonomy)
+    report = build_report(records, taxonomy)
+    comparison = None
+    if against is not None:
+        earlier = source.records(against)
+        check_reasons(earlier, taxonomy)
+        comparison = compare(report, build_report(earlier, taxonomy), against.describe())
+    times = [t for t in (r.time for r in records) if t is not None]
+    scope = Scope(
+        source=source.label,
+        selection=selection.describe(),
+        first=min(times) if times else None,
+        last=max(times) if times else None,
+        generated=now or datetime.now(UTC),
+    )
+    return Analysis(report, records, scope, comparison)

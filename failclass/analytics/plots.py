@@ -1,0 +1,100 @@
+"""The report's plots as inline SVG (no external file or script), reasons by their names
+and GPU time in GPU-hours:
+
+- runtime to failure, CDF per reason (the reasons with most trials), log scale;
+- GPU-hours lost (RTF x GPUs) by reason and by category, the values on the bars;
+- failed attempts of the users with most failures, by reason.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from failclass.analytics.captions import category_hours, failures_per_user
+from failclass.analytics.records import AttemptRecord
+from failclass.analytics.report import Report, is_failure, reason_of
+from failclass.matching.taxonomy import Taxonomy
+
+TOP_REASONS = 8
+STACKED_REASONS = 6
+OTHER = "other reasons"
+
+
+def _svg(figure: plt.Figure) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(figure)
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def rtf_cdf(records: Sequence[AttemptRecord], report: Report) -> str:
+    """ "" when no failed attempt has a runtime to failure."""
+    runs: dict[str, list[float]] = {}
+    for record in records:
+        if is_failure(record) and record.rtf_minutes:
+            runs.setdefault(reason_of(record), []).append(record.rtf_minutes)
+    drawn = [(row, np.sort(runs[row.reason_id])) for row in report.table7[:TOP_REASONS] if row.reason_id in runs]
+    if not drawn:
+        return ""
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    for row, values in drawn:
+        shares = np.arange(1, values.size + 1) / values.size
+        axes.step(values, shares, where="post", label=f"{row.reason_name} ({row.trials:,})")
+    axes.set_xscale("log")
+    axes.set_xlabel("runtime to failure (minutes, log scale)")
+    axes.set_ylabel("share of trials")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="lower right")
+    return _svg(figure)
+
+
+def gpu_time(report: Report, taxonomy: Taxonomy) -> str:
+    if not report.table7:
+        return ""
+    figure, (by_reason, by_category) = plt.subplots(1, 2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [3, 1]})
+    rows = sorted(report.table7, key=lambda r: r.rtf_x_demand_gpu_h)
+    bars = by_reason.barh([r.reason_name for r in rows], [r.rtf_x_demand_gpu_h for r in rows], color="#4c72b0")
+    by_reason.bar_label(bars, fmt="{:,.1f}", fontsize=7, padding=2)
+    by_reason.set_xlabel("GPU-h lost (RTF x GPUs)")
+    by_reason.tick_params(axis="y", labelsize=8)
+    by_reason.margins(x=0.15)
+    categories = category_hours(report, taxonomy)
+    bars = by_category.bar(list(categories), list(categories.values()), color="#dd8452")
+    by_category.bar_label(bars, fmt="{:,.1f}", fontsize=8, padding=2)
+    by_category.set_ylabel("GPU-h lost")
+    by_category.tick_params(axis="x", labelsize=8)
+    by_category.margins(y=0.15)
+    return _svg(figure)
+
+
+def repeats_per_user(records: Sequence[AttemptRecord], names: dict[str, str]) -> str:
+    leaders = [user for user, _ in failures_per_user(records)]
+    if not leaders:
+        return ""
+    failed = [r for r in records if is_failure(r) and r.user in leaders]
+    stacked = [reason for reason, _ in Counter(reason_of(r) for r in failed).most_common(STACKED_REASONS)]
+    counts: dict[str, Counter[str]] = {}
+    for record in failed:
+        reason = reason_of(record)
+        counts.setdefault(reason if reason in stacked else OTHER, Counter())[record.user] += 1
+    figure, axes = plt.subplots(figsize=(9, 4))
+    bottom = np.zeros(len(leaders))
+    for reason in [*stacked, OTHER]:
+        if reason not in counts:
+            continue
+        heights = np.array([counts[reason][user] for user in leaders])
+        axes.bar(leaders, heights, bottom=bottom, label=names.get(reason, reason))
+        bottom += heights
+    axes.set_ylabel("failed attempts")
+    axes.tick_params(axis="x", labelrotation=60, labelsize=8)
+    axes.legend(fontsize=8)
+    return _svg(figure)
