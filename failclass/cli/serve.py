@@ -46,7 +46,10 @@ def serve(
     os.environ.update({k: v for k, v in settings.items() if v is not None})
     if tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: no --tokens-file: anyone who reaches {host}:{port} can read and write", err=True)
-    uvicorn.run("failclass.service.app:app_from_environment", factory=True, host=host, port=port, workers=workers)
+    from failclass.service.metrics import shared_between_workers
+
+    with shared_between_workers():  # every worker's metrics in one folder: a scrape counts them all
+        uvicorn.run("failclass.service.app:app_from_environment", factory=True, host=host, port=port, workers=workers)
 
 
 @click.group()
