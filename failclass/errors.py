@@ -40,3 +40,7 @@ class DamagedMember(InputError):
 
 class ServiceRefused(FailclassError):
     """The failclass service answered 4xx: a problem with the request, not with the service."""
+
+
+class IdempotencyConflict(FailclassError):
+    """An idempotency key reused for another request: the first one's answer does not fit."""

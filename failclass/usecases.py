@@ -18,7 +18,7 @@ from failclass.policy.config import PolicyConfig
 from failclass.policy.decide import admit, decide, history_needs, implicated_inputs
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) loads only where a use case records something
-    from failclass.store.repository import Recorded, Store
+    from failclass.store.repository import Recorded, RequestIdentity, Store
 
 
 def failure_of(examined: Examination) -> Failure:
@@ -32,7 +32,7 @@ def report_attempt(
     attempt: Attempt,
     examined: Examination,
     config: PolicyConfig,
-    idempotency_key: str | None = None,
+    request: RequestIdentity | None = None,
     now: datetime | None = None,
 ) -> Recorded:
     """Record a finished attempt; a failed one is decided from its history and the policy."""
@@ -51,7 +51,7 @@ def report_attempt(
         paths,
         None if passed else deciding,
         history_needs(attempt, failure, config, now),
-        idempotency_key,
+        request,
         now,
     )
 

@@ -11,10 +11,17 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 SCOPES = ("read", "write")
+BEARER = HTTPBearer(
+    scheme_name="bearer",
+    description="An API token made by `failclass token create` (scopes: read, write); none when the service runs without a tokens file.",
+    auto_error=False,
+)
 
 
 @dataclass(frozen=True)
@@ -59,21 +66,20 @@ def create_token(path: Path, name: str, scopes: list[str]) -> str:
     return secret
 
 
-def requires(scope: str) -> Callable[[Request], str | None]:
+def requires(scope: str) -> Callable[..., str | None]:
     """A dependency: the caller's token name, or 401/403."""
 
-    def check(request: Request) -> str | None:
+    def check(request: Request, offered: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> str | None:
         tokens: list[Token] | None = request.app.state.tokens
         if tokens is None:
             return None
-        header = request.headers.get("authorization", "")
-        if not header.lower().startswith("bearer "):
+        if offered is None or not offered.credentials.strip():
             raise HTTPException(
                 401, "an API token is required: Authorization: Bearer <token>", headers={"WWW-Authenticate": "Bearer"}
             )
-        offered = digest(header[7:].strip())
+        hashed = digest(offered.credentials.strip())
         for token in tokens:
-            if hmac.compare_digest(offered, token.sha256):
+            if hmac.compare_digest(hashed, token.sha256):
                 if scope not in token.scopes:
                     raise HTTPException(403, f"token {token.name!r} lacks the {scope!r} scope")
                 return token.name

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 log = logging.getLogger("failclass.service")
@@ -26,15 +27,55 @@ CODES = {
     503: "unavailable",
 }
 
+WHEN = {
+    400: "the body cannot be parsed (not UTF-8, not JSON)",
+    401: "no API token, or an unknown one",
+    403: "the token lacks the scope this operation needs",
+    404: "no such resource",
+    409: "the Idempotency-Key was used for another request",
+    413: "the request body is over the limit",
+    415: "a content type this operation does not accept",
+    422: "the request is not valid: `details` says where and why",
+    500: "an internal error (the server log has the details)",
+}
 
-def error_body(status: int, message: str, details: Any = None) -> dict[str, Any]:
+READING = (401, 403, 422, 500)  # every authenticated operation
+SENDING = (400, 401, 403, 413, 422, 500)  # every operation with a request body
+
+
+class Problem(BaseModel):
+    where: str
+    problem: str
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str
+    message: str
+    details: list[Problem] | None = None
+
+
+class ErrorOut(BaseModel):
+    """The one error shape of every 4xx and 5xx answer."""
+
+    error: ErrorBody
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these error statuses: the error shape and when."""
+    return {status: {"model": ErrorOut, "description": WHEN[status]} for status in statuses}
+
+
+def error_body(status: int, message: str, details: list[dict[str, str]] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"status": status, "code": CODES.get(status, "error"), "message": message}
     if details is not None:
         body["details"] = details
     return {"error": body}
 
 
-def error_response(status: int, message: str, details: Any = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, details: list[dict[str, str]] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(error_body(status, message, details), status_code=status, headers=headers)
 
 

@@ -1,13 +1,14 @@
-"""Request and response bodies (pydantic): validated at the door, documented in OpenAPI."""
+"""Request bodies (pydantic): validated at the door, documented in OpenAPI. Every field
+the database keeps is bounded to what the database holds (failclass.service.fields)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from failclass.attempts import Attempt
+from failclass.service.fields import NO_NUL, Count, Int32, Name, Node, PathText, RowId, Timestamp
 
 
 class AttemptIn(BaseModel):
@@ -15,33 +16,30 @@ class AttemptIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    job_id: str = Field(min_length=1, max_length=200)
-    attempt: int = Field(ge=1)
-    user: str = Field(min_length=1, max_length=200)
-    vc: str = Field(default="default", max_length=200)
+    job_id: Name
+    attempt: RowId
+    user: Name
+    vc: Annotated[str, Field(max_length=200, pattern=NO_NUL)] = "default"
     status: Literal["failed", "killed", "unsuccessful", "passed"] = "failed"
-    submit_time: datetime | None = None
-    start_time: datetime | None = None
-    end_time: datetime | None = None
-    gpus: int = Field(default=0, ge=0)
-    gpu_type: str | None = Field(default=None, max_length=100)
-    nodes: list[str] = Field(default_factory=list, max_length=4096)
-    exit_code: int | None = None
-    signal: int | None = None
-    inputs: list[str] = Field(default_factory=list, max_length=1024)
-    logs: list[str] = Field(default_factory=list, max_length=1024, description="where the logs are, recorded as facts")
+    submit_time: Timestamp | None = None
+    start_time: Timestamp | None = None
+    end_time: Timestamp | None = None
+    gpus: Count = 0
+    gpu_type: Annotated[str, Field(max_length=100, pattern=NO_NUL)] | None = None
+    nodes: list[Node] = Field(default_factory=list, max_length=4096)
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
+    inputs: list[PathText] = Field(default_factory=list, max_length=1024)
+    logs: list[PathText] = Field(default_factory=list, max_length=1024, description="where the logs are, recorded as facts")
     log: str = Field(default="", description="the attempt's stdout/stderr text, classified")
-    idempotency_key: str | None = Field(default=None, max_length=200, description="or the Idempotency-Key header")
+    idempotency_key: Name | None = Field(default=None, description="or the Idempotency-Key header")
 
     def to_attempt(self) -> Attempt:
         return Attempt.from_facts(self.model_dump(exclude={"log", "idempotency_key"}))
 
-
-class AttemptOut(BaseModel):
-    attempt_id: int
-    duplicate: bool
-    classification: dict[str, Any]
-    decision: dict[str, Any] | None
+    def digest_source(self) -> bytes:
+        """What identifies the request for its idempotency key: everything but the key."""
+        return self.model_dump_json(exclude={"idempotency_key"}).encode()
 
 
 class ClassifyIn(BaseModel):
@@ -54,15 +52,15 @@ class LabelIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     log: str = Field(min_length=1)
-    reason: str
-    attempt_id: int | None = None
-    note: str = Field(default="", max_length=2000)
+    reason: Annotated[str, Field(min_length=1, max_length=64, pattern=NO_NUL)]
+    attempt_id: RowId | None = None
+    note: Annotated[str, Field(max_length=2000, pattern=NO_NUL)] = ""
 
 
-class LabelOut(BaseModel):
-    id: int
-    reason: str
-    stored_as: str
+READINGS_GIVEN = [
+    {"required": ["prometheus"], "properties": {"prometheus": {"minItems": 1}}},
+    {"required": ["exposition"], "properties": {"exposition": {"type": "string", "minLength": 1}}},
+]
 
 
 class WasteJobIn(BaseModel):
@@ -70,15 +68,15 @@ class WasteJobIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    job: str = Field(min_length=1, max_length=200)
-    user: str = Field(default="unknown", max_length=200)
-    cluster: str = Field(default="default", max_length=200)
+    job: Name
+    user: Annotated[str, Field(max_length=200, pattern=NO_NUL)] = "unknown"
+    cluster: Annotated[str, Field(max_length=200, pattern=NO_NUL)] = "default"
     kind: Literal["batch", "interactive"] = "batch"
     gpus: list[Annotated[str, Field(pattern=r"^[^\s:]+:(?:[0-9]|[1-9][0-9]{1,2}|10[01][0-9]|102[0-3])$")]] = Field(
         default_factory=list, max_length=1024
     )
-    start: datetime | None = None
-    end: datetime | None = None
+    start: Timestamp | None = None
+    end: Timestamp | None = None
 
 
 class WasteIn(BaseModel):
@@ -86,17 +84,17 @@ class WasteIn(BaseModel):
     scrape) and the jobs that held the GPUs (not needed where the readings carry
     ``hpc_job`` or pod labels)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": READINGS_GIVEN})
 
-    prometheus: list[dict[str, Any]] = Field(default_factory=list, max_length=64)
+    prometheus: list[dict[str, Any]] = Field(default_factory=list, max_length=64)  # Prometheus's own JSON, read at the edge
     exposition: str | None = Field(default=None, max_length=8 << 20)
-    scraped_at: datetime | None = None
+    scraped_at: Timestamp | None = None
     jobs: list[WasteJobIn] = Field(default_factory=list, max_length=100_000)
     time_limit_hours: float | None = Field(default=None, gt=0, le=8760)
 
 
 class WatchIn(WasteIn):
-    now: datetime | None = None
+    now: Timestamp | None = None
     warn_after_minutes: float = Field(default=30, ge=1, le=525_600)
     release_after_minutes: float = Field(default=60, ge=1, le=525_600)
     never_used_after_minutes: float = Field(default=10, ge=1, le=525_600)

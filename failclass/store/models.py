@@ -58,6 +58,7 @@ class AttemptRow(Base):
     inputs: Mapped[list[Any]] = mapped_column(default=list)
     logs: Mapped[list[Any]] = mapped_column(default=list)
     idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    request_digest: Mapped[str | None] = mapped_column(String(64))  # SHA-256 of the request the key came with
     recorded_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
     classification: Mapped[ClassificationRow | None] = relationship(back_populates="attempt", uselist=False)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from failclass.attempts import Attempt
 from failclass.decision import Decision
+from failclass.errors import IdempotencyConflict
 from failclass.history import Failure, History, HistoryNeeds, PriorAttempt
 from failclass.logs.facts import Progress
 from failclass.store.database import default_database_url, make_engine, open_engine
@@ -33,7 +34,16 @@ from failclass.store.views import StoreViews
 
 NODES_SAMPLE = 5000
 
-__all__ = ["Recorded", "Store", "default_database_url", "make_engine"]
+__all__ = ["Recorded", "RequestIdentity", "Store", "default_database_url", "make_engine"]
+
+
+@dataclass(frozen=True)
+class RequestIdentity:
+    """Who asked what: the idempotency key scoped to its caller (None: no key) and the
+    digest of the request it came with."""
+
+    key: str | None
+    digest: str
 
 
 @dataclass(frozen=True)
@@ -61,21 +71,24 @@ class Store(StoreViews):
         lock_paths: Sequence[str],
         decide: Callable[[History], Decision] | None,
         needs: HistoryNeeds,
-        idempotency_key: str | None = None,
+        request: RequestIdentity | None = None,
         now: datetime | None = None,
     ) -> Recorded:
         """Store the attempt; unless ``decide`` is None, read the history ``needs`` names
         (the attempt itself excluded), decide and keep the decision and its effects. An
-        attempt reported again (same idempotency key, or same job and attempt number)
-        gets the first answer back."""
+        attempt reported again (same idempotency key and request, or same job and attempt
+        number) gets the first answer back; a key reused for another request raises
+        IdempotencyConflict."""
         now = now or datetime.now(UTC)
         keys = [f"job:{attempt.job_id}", f"user:{attempt.user}", *(f"path:{p}" for p in lock_paths)]
+        if request is not None and request.key is not None:
+            keys.append(f"key:{request.key}")
         try:
             with self.serialised(keys) as session:
-                earlier = self._existing(session, attempt, idempotency_key)
+                earlier = self._existing(session, attempt, request)
                 if earlier is not None:
                     return self._recorded(session, earlier, duplicate=True)
-                row = self._insert_attempt(session, attempt, classification, failure, idempotency_key, now)
+                row = self._insert_attempt(session, attempt, classification, failure, request, now)
                 if decide is not None:
                     decision = decide(self._history(session, row.id, attempt, lock_paths, needs))
                     self._keep_decision(session, row, attempt, decision, classification.get("evidence", []), now)
@@ -84,15 +97,23 @@ class Store(StoreViews):
         except IntegrityError:
             # Another transaction recorded the same attempt first (SQLite, or a key race).
             with self.sessions() as session:
-                earlier = self._existing(session, attempt, idempotency_key)
+                earlier = self._existing(session, attempt, request)
                 if earlier is None:
                     raise
                 return self._recorded(session, earlier, duplicate=True)
 
-    def _existing(self, session: Session, attempt: Attempt, key: str | None) -> AttemptRow | None:
-        if key:
-            found = session.scalar(select(AttemptRow).where(AttemptRow.idempotency_key == key))
+    @staticmethod
+    def _existing(session: Session, attempt: Attempt, request: RequestIdentity | None) -> AttemptRow | None:
+        """The attempt as recorded before: by the request's key (which must have come
+        with the same request), else by job and attempt number."""
+        if request is not None and request.key is not None:
+            found = session.scalar(select(AttemptRow).where(AttemptRow.idempotency_key == request.key))
             if found is not None:
+                if found.request_digest not in (None, request.digest):
+                    raise IdempotencyConflict(
+                        f"this Idempotency-Key was used for another request (job {found.job_id!r}, attempt "
+                        f"{found.attempt_no}, other facts or log); use a new key for a new report"
+                    )
                 return found
         query = select(AttemptRow).where(AttemptRow.job_id == attempt.job_id, AttemptRow.attempt_no == attempt.attempt)
         return session.scalar(query)
@@ -110,12 +131,13 @@ class Store(StoreViews):
         attempt: Attempt,
         classification: dict[str, Any],
         failure: Failure,
-        key: str | None,
+        request: RequestIdentity | None,
         now: datetime,
     ) -> AttemptRow:
         facts = attempt.facts()
         facts["attempt_no"] = facts.pop("attempt")
-        row = AttemptRow(**facts, idempotency_key=key, recorded_at=now)
+        key, digest = (request.key, request.digest) if request is not None else (None, None)
+        row = AttemptRow(**facts, idempotency_key=key, request_digest=digest, recorded_at=now)
         session.add(row)
         session.flush()
         progress = failure.progress

@@ -12,9 +12,10 @@ from sqlalchemy import inspect
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
+from failclass.errors import IdempotencyConflict
 from failclass.policy.config import PolicyConfig, load_policy
 from failclass.store.migrate import current, upgrade
-from failclass.store.repository import Store
+from failclass.store.repository import RequestIdentity, Store
 from failclass.usecases import admit_submission, report_attempt
 
 LOGS = {
@@ -46,14 +47,15 @@ def report(store: Store, examined: dict[str, Any], policy: PolicyConfig, log: st
     facts.setdefault("user", "alice")
     facts.setdefault("attempt", 1)
     key = facts.pop("key", None)
+    request = RequestIdentity(key, facts.pop("digest", "the first request")) if key else None
     attempt = Attempt(**facts)
     found = examined[log]
     now = T0 + timedelta(minutes=minutes)
-    return report_attempt(store, attempt, found, policy, key, now)
+    return report_attempt(store, attempt, found, policy, request, now)
 
 
 def test_migrations_build_the_schema(store: Store) -> None:
-    assert current(store.engine) == "0001"
+    assert current(store.engine) == "0002"
     tables = set(inspect(store.engine).get_table_names())
     assert {
         "attempts",
@@ -65,8 +67,9 @@ def test_migrations_build_the_schema(store: Store) -> None:
         "node_failures",
         "labels",
     } <= tables
+    assert "request_digest" in {c["name"] for c in inspect(store.engine).get_columns("attempts")}
     upgrade(store.engine)  # a second upgrade is a no-op
-    assert current(store.engine) == "0001"
+    assert current(store.engine) == "0002"
 
 
 def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
@@ -81,6 +84,20 @@ def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], pol
     (recorded,) = store.job("job-1")
     assert recorded["attempt"] == 1 and recorded["nodes"] == ["gpu-01"]
     assert recorded["decision"]["action"] == "retry"
+
+
+def test_an_idempotency_key_reused_for_another_request_is_refused(
+    store: Store, examined: dict[str, Any], policy: PolicyConfig
+) -> None:
+    first = report(store, examined, policy, "nccl_timeout", job_id="job-k", key="k", digest="body-1")
+    with pytest.raises(IdempotencyConflict, match="another request"):
+        report(store, examined, policy, "cpu_oom", job_id="job-other", key="k", digest="body-2")
+    assert store.job("job-other") == []  # nothing half-recorded
+    assert (
+        report(store, examined, policy, "nccl_timeout", job_id="job-k", key="k", digest="body-1").attempt_id == first.attempt_id
+    )
+    second = report(store, examined, policy, "cpu_oom", job_id="job-other", key="k2", digest="body-2")
+    assert not second.duplicate and second.attempt_id != first.attempt_id
 
 
 def test_a_passed_attempt_gets_no_decision(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:

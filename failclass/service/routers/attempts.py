@@ -3,16 +3,23 @@ POST /v1/admissions (may this submission run?)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import hashlib
+from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Response
 
 from failclass import usecases
 from failclass.attempts import Attempt
+from failclass.errors import IdempotencyConflict
 from failclass.service.deps import ClassifierDep, MetricsDep, PolicyDep, StoreDep, Writer
-from failclass.service.schemas import AttemptIn, AttemptOut
+from failclass.service.errors import SENDING, documented
+from failclass.service.fields import NO_NUL
+from failclass.service.responses import Admitted, AttemptOut, DecisionOut
+from failclass.service.schemas import AttemptIn
+from failclass.store.repository import RequestIdentity
 
-router = APIRouter(prefix="/v1", tags=["attempts"])
+router = APIRouter(prefix="/v1", tags=["attempts"], responses=documented(*SENDING))
+KeyHeader = Annotated[str | None, Header(min_length=1, max_length=200, pattern=NO_NUL)]
 
 
 def _attempt(body: AttemptIn) -> Attempt:
@@ -22,7 +29,15 @@ def _attempt(body: AttemptIn) -> Attempt:
         raise HTTPException(422, str(exc)) from None
 
 
-@router.post("/attempts", status_code=201, response_model=AttemptOut)
+def identity(body: AttemptIn, caller: str | None, header_key: str | None) -> RequestIdentity:
+    """The request's digest, and its idempotency key scoped to the caller: two tokens
+    that happen to pick the same key never see each other's answers."""
+    key = body.idempotency_key or header_key
+    scoped = None if key is None else hashlib.sha256(f"{caller or ''}\0{key}".encode()).hexdigest()
+    return RequestIdentity(scoped, hashlib.sha256(body.digest_source()).hexdigest())
+
+
+@router.post("/attempts", status_code=201, response_model=AttemptOut, responses={200: {"model": AttemptOut}, **documented(409)})
 def report_attempt(
     body: AttemptIn,
     response: Response,
@@ -30,30 +45,36 @@ def report_attempt(
     classifier: ClassifierDep,
     policy: PolicyDep,
     metrics: MetricsDep,
-    _: Writer,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    caller: Writer,
+    idempotency_key: KeyHeader = None,
 ) -> AttemptOut:
     """Classify the attempt's log, decide what the scheduler should do, store both.
-    The same attempt reported again (same idempotency key, or same job and attempt
-    number) returns the first answer with status 200."""
+    The same request again (same idempotency key and body, or the same job and attempt
+    number) answers the first answer with status 200; an idempotency key the caller used
+    for another request answers 409."""
+    attempt = _attempt(body)
     examined = classifier.examine_bytes(body.log)
-    recorded = usecases.report_attempt(store, _attempt(body), examined, policy, body.idempotency_key or idempotency_key)
+    try:
+        recorded = usecases.report_attempt(store, attempt, examined, policy, identity(body, caller, idempotency_key))
+    except IdempotencyConflict as exc:
+        raise HTTPException(409, str(exc)) from None
     if recorded.duplicate:
         response.status_code = 200
     else:
-        metrics.classifications.labels(examined.classification.reason, examined.classification.source).inc()
-        if recorded.decision is not None:
-            metrics.decisions.labels(recorded.decision["action"]).inc()
-    return AttemptOut(
-        attempt_id=recorded.attempt_id,
-        duplicate=recorded.duplicate,
-        classification=recorded.classification,
-        decision=recorded.decision,
+        metrics.attempt_recorded(attempt, examined.classification, recorded.decision)
+    return AttemptOut.model_validate(
+        {
+            "attempt_id": recorded.attempt_id,
+            "duplicate": recorded.duplicate,
+            "classification": recorded.classification,
+            "decision": recorded.decision,
+        }
     )
 
 
-@router.post("/admissions")
-def admit(body: AttemptIn, store: StoreDep, policy: PolicyDep, _: Writer) -> dict[str, Any]:
+@router.post("/admissions", response_model=DecisionOut | Admitted)
+def admit(body: AttemptIn, store: StoreDep, policy: PolicyDep, _: Writer) -> DecisionOut | Admitted:
     """At submission: {"action": "admit"}, or the rejection (blacklisted input) or hold
     (the user is on hold for a reason this job failed with) that stops it."""
-    return usecases.admit_submission(store, _attempt(body), policy)
+    answer = usecases.admit_submission(store, _attempt(body), policy)
+    return Admitted.model_validate(answer) if answer["action"] == "admit" else DecisionOut.model_validate(answer)

@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
 from failclass.service.deps import ClassifierDep, MetricsDep, Reader
+from failclass.service.errors import SENDING, documented
+from failclass.service.responses import ClassificationOut
 from failclass.service.schemas import ClassifyIn
 
 router = APIRouter(prefix="/v1", tags=["classify"])
 RAW_TYPES = ("", "text/plain", "application/octet-stream")
+RAW_BODY = {"schema": {"type": "string"}}
 BODY_DOC = {
     "requestBody": {
         "content": {
-            "text/plain": {"schema": {"type": "string"}},
+            "text/plain": RAW_BODY,
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
             "application/json": {"schema": ClassifyIn.model_json_schema()},
         },
-        "required": True,
+        "required": False,  # no body: an empty log
     }
 }
 
 
-@router.post("/classify", openapi_extra=BODY_DOC)
-async def classify(request: Request, classifier: ClassifierDep, metrics: MetricsDep, _: Reader) -> dict[str, Any]:
-    """Classify a log given as the raw body (any bytes) or as JSON {"log": "..."}."""
+@router.post("/classify", openapi_extra=BODY_DOC, response_model=ClassificationOut, responses=documented(*SENDING, 415))
+async def classify(request: Request, classifier: ClassifierDep, metrics: MetricsDep, _: Reader) -> ClassificationOut:
+    """Classify a log given as the raw body (any bytes; no content type means raw too) or
+    as JSON {"log": "..."}."""
     body = await request.body()
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
@@ -40,4 +43,4 @@ async def classify(request: Request, classifier: ClassifierDep, metrics: Metrics
         raise HTTPException(415, f"send the log as text/plain, application/octet-stream or JSON, not {kind}")
     result = await run_in_threadpool(classifier.classify_bytes, data)
     metrics.classifications.labels(result.reason, result.source).inc()
-    return result.to_dict()
+    return ClassificationOut.model_validate(result.to_dict())

@@ -2,36 +2,40 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Path, Query
 
 from failclass.service.deps import Reader, SettingsDep, StoreDep
+from failclass.service.errors import READING, documented
+from failclass.service.fields import NO_NUL, Timestamp
+from failclass.service.responses import DecisionsOut, JobOut
 
-router = APIRouter(prefix="/v1", tags=["history"])
+router = APIRouter(prefix="/v1", tags=["history"], responses=documented(*READING))
+Filter = Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)]
 
 
-@router.get("/jobs/{job_id}")
-def job(job_id: str, store: StoreDep, _: Reader) -> dict[str, Any]:
+@router.get("/jobs/{job_id}", response_model=JobOut, responses=documented(404))
+def job(job_id: Annotated[str, Path(max_length=200, pattern=NO_NUL)], store: StoreDep, _: Reader) -> JobOut:
     attempts = store.job(job_id)
     if not attempts:
         raise HTTPException(404, f"no attempt of job {job_id!r} was reported")
-    return {"job_id": job_id, "attempts": attempts}
+    return JobOut.model_validate({"job_id": job_id, "attempts": attempts})
 
 
-@router.get("/decisions")
+@router.get("/decisions", response_model=DecisionsOut)
 def decisions(
     store: StoreDep,
     settings: SettingsDep,
     _: Reader,
-    user: str | None = None,
-    job_id: str | None = None,
-    action: str | None = None,
-    since: datetime | None = None,
-    limit: Annotated[int, Query(ge=1)] = 100,
-) -> dict[str, Any]:
+    user: Filter = None,
+    job_id: Filter = None,
+    action: Filter = None,
+    since: Annotated[Timestamp | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, description="at most the service's largest page (FAILCLASS_MAX_PAGE)")] = 100,
+) -> DecisionsOut:
     """Newest first."""
     if limit > settings.max_page:
         raise HTTPException(422, f"limit is at most {settings.max_page}")
-    return {"decisions": store.decisions(user=user, job_id=job_id, action=action, since=since, limit=limit)}
+    found = store.decisions(user=user, job_id=job_id, action=action, since=since, limit=limit)
+    return DecisionsOut.model_validate({"decisions": found})

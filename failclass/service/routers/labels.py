@@ -7,13 +7,16 @@ from fastapi import APIRouter, HTTPException
 from failclass.errors import ConfigError, InputError
 from failclass.model.labels import add_text_label, labels_dir
 from failclass.service.deps import ClassifierDep, SettingsDep, StoreDep, Writer
-from failclass.service.schemas import LabelIn, LabelOut
+from failclass.service.errors import SENDING, documented
+from failclass.service.responses import LabelOut
+from failclass.service.schemas import LabelIn
 
-router = APIRouter(prefix="/v1", tags=["labels"])
+router = APIRouter(prefix="/v1", tags=["labels"], responses=documented(*SENDING))
 
 
-@router.post("/labels", status_code=201, response_model=LabelOut)
+@router.post("/labels", status_code=201, response_model=LabelOut, responses=documented(404))
 def label(body: LabelIn, store: StoreDep, classifier: ClassifierDep, settings: SettingsDep, who: Writer) -> LabelOut:
+    """Keep the log under its true reason (one of the taxonomy's reasons; 422 otherwise)."""
     known = set(classifier.ruleset.taxonomy.reasons)
     try:
         stored = add_text_label(body.log, body.reason, known, settings.labels_dir or labels_dir(), body.note, who or "anonymous")

@@ -4,26 +4,32 @@ metrics as Prometheus answers them (range queries) or as the exporter prints the
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel
 
 from failclass.errors import InputError
 from failclass.service.deps import MetricsDep, Reader
+from failclass.service.errors import SENDING, documented
 from failclass.service.schemas import WasteIn, WatchIn
 from failclass.waste.allocation import JobAllocation, assign
 from failclass.waste.analyse import WasteOptions, analyse_batches
 from failclass.waste.causes import load_causes
 from failclass.waste.formats.prometheus import read_answers, read_exposition
+from failclass.waste.report import WasteReport
 from failclass.waste.samples import GpuSamples, concat
-from failclass.waste.watch import WatchPolicy, watch
+from failclass.waste.watch import Signal, WatchPolicy, watch
 
-router = APIRouter(prefix="/v1/waste", tags=["waste"])
+router = APIRouter(prefix="/v1/waste", tags=["waste"], responses=documented(*SENDING))
 
 
-@router.post("/report")
-async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> dict[str, Any]:
+class WatchOut(BaseModel):
+    signals: list[Signal]
+
+
+@router.post("/report", response_model=WasteReport)
+async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> WasteReport:
     """U, idle slots, never-used GPUs and low-utilisation intervals with their likely
     causes (from the series and the jobs' declared kinds; logs stay on the cluster)."""
     jobs = _jobs(body)
@@ -32,11 +38,11 @@ async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> dict[st
     report = await run_in_threadpool(analyse_batches, [samples], {j.job: j for j in jobs}, load_causes(), {}, options)
     for cause in report.causes:
         metrics.waste_gpu_hours.labels(cause.cause).set(cause.gpu_h)
-    return report.to_dict()
+    return report
 
 
-@router.post("/watch")
-async def waste_watch(body: WatchIn, metrics: MetricsDep, _: Reader) -> dict[str, Any]:
+@router.post("/watch", response_model=WatchOut)
+async def waste_watch(body: WatchIn, metrics: MetricsDep, _: Reader) -> WatchOut:
     """Signals for running jobs: warn or release idle ones, flag GPUs they never used."""
     jobs = _jobs(body)
     samples = _samples(body, jobs)
@@ -49,7 +55,7 @@ async def waste_watch(body: WatchIn, metrics: MetricsDep, _: Reader) -> dict[str
     found = watch(samples, {j.job: j for j in jobs}, now, policy)
     for signal in found:
         metrics.waste_signals.labels(signal.action).inc()
-    return {"signals": [signal.__dict__ for signal in found]}
+    return WatchOut(signals=found)
 
 
 def _jobs(body: WasteIn) -> list[JobAllocation]:

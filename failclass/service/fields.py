@@ -1,0 +1,40 @@
+"""Field types checked at the door, so that nothing the database cannot hold reaches it:
+integers within its INTEGER range, strings without NUL (PostgreSQL text refuses them),
+times as RFC 3339 strings (not numbers read as Unix times). Each refusal is a 422."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
+INT32_MAX = 2**31 - 1  # the database's INTEGER (PostgreSQL: 4 bytes)
+INT32_MIN = -(2**31)
+NO_NUL = r"^[^\x00]*$"
+DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d")
+
+
+def _integer(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "expected an integer, not a boolean")
+    return value
+
+
+def _date_time(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not DATE_TIME.match(value):
+        raise PydanticCustomError("datetime_type", "expected an RFC 3339 date-time such as 2026-11-02T09:00:00Z")
+    return value
+
+
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX), BeforeValidator(_integer)]
+Count = Annotated[int, Field(ge=0, le=INT32_MAX), BeforeValidator(_integer)]
+RowId = Annotated[int, Field(ge=1, le=INT32_MAX), BeforeValidator(_integer)]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]
+Node = Annotated[str, Field(min_length=1, max_length=300, pattern=NO_NUL)]
+PathText = Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)]
+Timestamp = Annotated[datetime, BeforeValidator(_date_time)]
