@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from failclass.model.corpus import read_manifest
 from failclass.options import ClassifierOptions
 
-PUBLIC = Path(__file__).resolve().parent / "public"
+ROOT = Path(__file__).resolve().parent.parent
+PUBLIC = ROOT / "corpora" / "public"
 TARGET = PUBLIC / "KNOWN_MISSES.md"
 HEADER = """# Public logs the rules classify wrongly
 
@@ -41,18 +43,25 @@ def kept_reasons() -> dict[str, str]:
     return kept
 
 
+def public_logs() -> list[Path]:
+    """The public logs of the manifest (a log added but not yet listed there is not part
+    of the corpus yet)."""
+    return sorted(ROOT / e.path for e in read_manifest() if e.path.startswith("corpora/public/"))
+
+
 def main() -> None:
     classifier = ClassifierOptions(no_model=True).build(print)
     kept = kept_reasons()
     rows = []
-    for log in sorted(PUBLIC.glob("*/*.log")):
+    logs = public_logs()
+    for log in logs:
         result = classifier.classify_path(log)
         if result.reason != log.parent.name:
             name = f"{log.parent.name}/{log.stem}"
             why = kept.get(name, "not yet covered")
             rows.append(f"| {name} | {log.parent.name} | {result.reason} | {result.rule_id or '-'} | {why} |\n")
     TARGET.write_text(HEADER + "".join(rows))
-    print(f"{len(rows)} known misses of {len(list(PUBLIC.glob('*/*.log')))} public logs -> {TARGET}")
+    print(f"{len(rows)} known misses of {len(logs)} public logs -> {TARGET}")
 
 
 if __name__ == "__main__":

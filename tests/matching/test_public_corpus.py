@@ -10,9 +10,10 @@ import pytest
 from conftest import ROOT
 
 from failclass.classifier import Classifier
+from failclass.model.corpus import read_manifest
 
 PUBLIC = ROOT / "corpora" / "public"
-LOGS = sorted(PUBLIC.glob("*/*.log"))
+LOGS = sorted(ROOT / e.path for e in read_manifest() if e.path.startswith("corpora/public/"))  # logs not yet listed wait
 KNOWN_MISSES = {
     line.split("|")[1].strip()
     for line in (PUBLIC / "KNOWN_MISSES.md").read_text().splitlines()
