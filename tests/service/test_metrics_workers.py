@@ -11,12 +11,14 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from conftest import ROOT, postgres_schema_url
+from ops.deploy_exprs import alert_exprs, dashboard_exprs, metric_names
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 from service_server import running_service
@@ -100,7 +102,29 @@ def classified_per_worker(shared: Path) -> list[float]:
     ]
 
 
-def test_every_scrape_counts_every_worker(service: tuple[str, Path]) -> None:
+def waste_body() -> dict[str, Any]:
+    """An interactive job idle for its last 40 minutes, as DCGM readings answered by Prometheus."""
+    start = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+    def answer(metric: str, values: list[float]) -> dict[str, Any]:
+        points = [[(start + timedelta(minutes=i)).timestamp(), str(v)] for i, v in enumerate(values)]
+        labels = {"__name__": metric, "Hostname": "gpu-7", "gpu": "0"}
+        return {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": labels, "values": points}]}}
+
+    return {
+        "prometheus": [
+            answer("DCGM_FI_DEV_GPU_UTIL", [80.0] * 20 + [0.0] * 40),
+            answer("DCGM_FI_DEV_FB_USED", [9e3] * 20 + [0.0] * 40),
+        ],
+        "jobs": [{"job": "nb-1", "user": "ana", "kind": "interactive", "gpus": ["gpu-7:0"], "start": start.isoformat()}],
+        "now": (start + timedelta(minutes=59)).isoformat(),
+    }
+
+
+@pytest.fixture(scope="module")
+def exercised(service: tuple[str, Path]) -> int:
+    """Classify requests until both workers have answered some, then the attempts and a
+    waste report and watch; how many classify requests were sent."""
     base, shared = service
 
     def classify(_: int) -> int:  # a new connection each, 16 at once: both workers take some
@@ -112,10 +136,19 @@ def test_every_scrape_counts_every_worker(service: tuple[str, Path]) -> None:
         while len(classified_per_worker(shared)) < 2 and sent < 20 * ROUND:
             assert set(pool.map(classify, range(ROUND))) == {200}
             sent += ROUND
-    per_worker = classified_per_worker(shared)
-    assert len(per_worker) == 2 and sum(per_worker) == sent, f"both workers must have answered: {per_worker}"
     for body in attempts():
         assert httpx.post(f"{base}/v1/attempts", json=body, timeout=60).status_code == 201
+    report = {k: v for k, v in waste_body().items() if k != "now"}
+    assert httpx.post(f"{base}/v1/waste/report", json=report, timeout=60).status_code == 200
+    assert httpx.post(f"{base}/v1/waste/watch", json=waste_body(), timeout=60).json()["signals"]
+    return sent
+
+
+def test_every_scrape_counts_every_worker(service: tuple[str, Path], exercised: int) -> None:
+    base, shared = service
+    sent = exercised
+    per_worker = classified_per_worker(shared)
+    assert len(per_worker) == 2 and sum(per_worker) == sent, f"both workers must have answered: {per_worker}"
 
     scrapes = [scrape(base) for _ in range(8)]
     assert {classify_count(s) for s in scrapes} == {sent}
@@ -156,3 +189,13 @@ def test_a_replaced_worker_keeps_its_counts_and_drops_its_presence(service: tupl
     os.kill(int(gone), signal.SIGTERM)  # uvicorn's supervisor starts another in its place
     workers(base, lambda pids: len(pids) == 2 and gone not in pids)
     assert classify_count(scrape(base)) == classify_count(before) > 0
+
+
+def test_the_dashboard_and_the_alerts_read_only_exported_metrics(service: tuple[str, Path], exercised: int) -> None:
+    """Every metric name in deploy/ is in a real scrape (`up` is Prometheus's own)."""
+    families = list(text_string_to_metric_families(httpx.get(f"{service[0]}/metrics", timeout=30).text))
+    exported = {f.name for f in families} | {sample.name for f in families for sample in f.samples} | {"up"}
+    for where, exprs in (("alerts.yml", alert_exprs()), ("failclass.json", dashboard_exprs())):
+        for name, expr in exprs.items():
+            assert metric_names(expr), f"{where}: {name} reads no metric"
+            assert metric_names(expr) <= exported, f"{where}: {name} reads {metric_names(expr) - exported}"
