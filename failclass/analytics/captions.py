@@ -52,7 +52,7 @@ def rtf_caption(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> str:
     if not runs:
         return "No failed attempt has a start and end time: runtime to failure cannot be drawn."
     medians = sorted(((float(np.median(values)), name, len(values)) for name, values in runs.items()))
-    parts = [f"{name} {duration(median)} ({count:,} trials)" for median, name, count in medians]
+    parts = [f"{name} {duration(median)} ({count:,} trial{'s' if count != 1 else ''})" for median, name, count in medians]
     text = f"Runtime to failure per reason. Median by category: {', '.join(parts)}."
     (fast, fast_name, _), (slow, slow_name, _) = medians[0], medians[-1]
     if len(medians) > 1 and slow > fast * SAME_WITHIN:

@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from failclass.analytics.captions import category_hours, failures_per_user
 from failclass.analytics.records import AttemptRecord
@@ -29,11 +30,18 @@ OTHER = "other reasons"
 
 
 def _svg(figure: plt.Figure) -> str:
+    """Text stays text (<text> elements, not glyph paths): readable, searchable, smaller."""
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    with plt.rc_context({"svg.fonttype": "none"}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]
+
+
+def _hours(value: float) -> str:
+    """A bar's value: two decimals below 10 GPU-h (0.33, not 0.3), one above."""
+    return f"{value:,.2f}" if value < 10 else f"{value:,.1f}"
 
 
 def rtf_cdf(records: Sequence[AttemptRecord], report: Report) -> str:
@@ -47,9 +55,10 @@ def rtf_cdf(records: Sequence[AttemptRecord], report: Report) -> str:
         return ""
     figure, axes = plt.subplots(figsize=(9, 4.5))
     for row, values in drawn:
-        shares = np.arange(1, values.size + 1) / values.size
-        axes.step(values, shares, where="post", label=f"{row.reason_name} ({row.trials:,})")
+        shares = np.arange(0, values.size + 1) / values.size  # from 0 at the first failure
+        axes.step(np.r_[values[0], values], shares, where="post", label=f"{row.reason_name} ({row.trials:,})")
     axes.set_xscale("log")
+    axes.set_ylim(0, 1.02)
     axes.set_xlabel("runtime to failure (minutes, log scale)")
     axes.set_ylabel("share of trials")
     axes.grid(alpha=0.3)
@@ -63,13 +72,13 @@ def gpu_time(report: Report, taxonomy: Taxonomy) -> str:
     figure, (by_reason, by_category) = plt.subplots(1, 2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [3, 1]})
     rows = sorted(report.table7, key=lambda r: r.rtf_x_demand_gpu_h)
     bars = by_reason.barh([r.reason_name for r in rows], [r.rtf_x_demand_gpu_h for r in rows], color="#4c72b0")
-    by_reason.bar_label(bars, fmt="{:,.1f}", fontsize=7, padding=2)
+    by_reason.bar_label(bars, labels=[_hours(r.rtf_x_demand_gpu_h) for r in rows], fontsize=7, padding=2)
     by_reason.set_xlabel("GPU-h lost (RTF x GPUs)")
     by_reason.tick_params(axis="y", labelsize=8)
     by_reason.margins(x=0.15)
     categories = category_hours(report, taxonomy)
     bars = by_category.bar(list(categories), list(categories.values()), color="#dd8452")
-    by_category.bar_label(bars, fmt="{:,.1f}", fontsize=8, padding=2)
+    by_category.bar_label(bars, labels=[_hours(value) for value in categories.values()], fontsize=8, padding=2)
     by_category.set_ylabel("GPU-h lost")
     by_category.tick_params(axis="x", labelsize=8)
     by_category.margins(y=0.15)
@@ -95,6 +104,7 @@ def repeats_per_user(records: Sequence[AttemptRecord], names: dict[str, str]) ->
         axes.bar(leaders, heights, bottom=bottom, label=names.get(reason, reason))
         bottom += heights
     axes.set_ylabel("failed attempts")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.tick_params(axis="x", labelrotation=60, labelsize=8)
     axes.legend(fontsize=8)
     return _svg(figure)

@@ -1,0 +1,94 @@
+"""The HTML page's words come from the data: captions that follow what the attempts show
+(and turn when the data turns), names where ids were, and an empty selection said."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from failclass.analytics.analysis import analyse
+from failclass.analytics.captions import gpu_caption, repeats_caption, rtf_caption
+from failclass.analytics.html import to_html
+from failclass.analytics.records import AttemptRecord
+from failclass.analytics.report import build_report
+from failclass.analytics.selection import Selection
+from failclass.matching.taxonomy import builtin_taxonomy
+
+T0 = datetime(2026, 11, 2, 9, tzinfo=UTC)
+TAXONOMY = builtin_taxonomy()
+
+
+class Listed:
+    """Records held in memory, as a report source."""
+
+    label = "listed in the test"
+
+    def __init__(self, records: Sequence[AttemptRecord]) -> None:
+        self.all = list(records)
+
+    def records(self, selection: Selection) -> list[AttemptRecord]:
+        return selection.apply(self.all)
+
+
+def attempt(job: str, user: str, reason: str | None, minutes: float, gpus: int = 1, status: str = "failed") -> AttemptRecord:
+    return AttemptRecord(job, 1, user, "default", status, T0, T0 + timedelta(minutes=minutes), gpus, reason)
+
+
+# gpu_oom is a User error only, mpi_runtime_failure an Infrastructure one only.
+USER_FAST = [
+    attempt("u1", "ann", "gpu_oom", 2),
+    attempt("u2", "ann", "gpu_oom", 4),
+    attempt("i1", "bob", "mpi_runtime_failure", 300),
+]
+USER_SLOW = [
+    attempt("u1", "ann", "gpu_oom", 600),
+    attempt("u2", "ann", "gpu_oom", 900),
+    attempt("i1", "bob", "mpi_runtime_failure", 3),
+]
+
+
+def test_the_runtime_caption_follows_the_data() -> None:
+    fast = rtf_caption(USER_FAST, TAXONOMY)
+    assert "User 3 min (2 trials), Infrastructure 5.0 h (1 trial)" in fast
+    assert "User errors fail soonest, Infrastructure errors latest" in fast
+    slow = rtf_caption(USER_SLOW, TAXONOMY)
+    assert "Infrastructure 3 min (1 trial), User 12.5 h (2 trials)" in slow
+    assert "Infrastructure errors fail soonest, User errors latest" in slow
+    same = rtf_caption([attempt("u", "a", "gpu_oom", 60), attempt("i", "b", "mpi_runtime_failure", 62)], TAXONOMY)
+    assert "about as soon as each other" in same
+    timeless = AttemptRecord("x", 1, "a", "default", "failed", None, None, 1, "gpu_oom")
+    assert rtf_caption([timeless], TAXONOMY).startswith("No failed attempt has a start and end time")
+
+
+def test_the_gpu_and_repeats_captions_follow_the_data() -> None:
+    records = [*USER_SLOW, attempt("i2", "cid", "mpi_runtime_failure", 60, gpus=8)]
+    report = build_report(records, TAXONOMY)
+    caption = gpu_caption(report, TAXONOMY)
+    # GPU out of memory: (600 + 900) x 1 = 25 GPU-h; MPI runtime failure: 3 x 1 + 60 x 8 = 8.05 GPU-h.
+    assert "33.05 GPU-h" in caption and "GPU out of memory lost most (25.00 GPU-h, 75.6%)" in caption
+    assert "By category, User leads with 25.00 GPU-h" in caption
+    assert repeats_caption(records).endswith("ann alone has 2 (50.0%).")
+
+
+def test_the_page_has_no_fixed_claim_and_no_ids() -> None:
+    page = to_html(analyse(Listed(USER_SLOW), Selection(), TAXONOMY), TAXONOMY)
+    assert "user errors fail in minutes" not in page.lower()
+    assert "Infrastructure errors fail soonest, User errors latest" in page
+    assert ">gpu_oom<" not in page and ">mpi_runtime_failure<" not in page
+    assert ">GPU out of memory<" in page and "GPU-min" not in page
+    assert 'Source: <span id="source">listed in the test</span>' in page
+
+
+@pytest.mark.parametrize(
+    ("selection", "says"),
+    [
+        (Selection(users=("nobody",)), "No attempt matches this selection"),
+        (Selection(statuses=("passed",)), "No failed attempt in this selection"),
+    ],
+)
+def test_an_empty_selection_draws_no_blank_axes(selection: Selection, says: str) -> None:
+    records = [*USER_FAST, attempt("p1", "dee", None, 50, status="passed")]
+    page = to_html(analyse(Listed(records), selection, TAXONOMY), TAXONOMY)
+    assert says in page and "<svg" not in page

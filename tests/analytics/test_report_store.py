@@ -1,0 +1,89 @@
+"""The report's filters and comparison over the store (SQLite and PostgreSQL), where the
+Selection becomes SQL: the same answers as over the manifest of the same attempts, and
+the hand counts of report_weeks.py. The attempts are recorded by the real use case, each
+with a real log of its reason."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+from report_weeks import ATTEMPTS, LAST_WEEK_LOST_H, THIS_WEEK, THIS_WEEK_LOST_H, write_manifest
+
+from failclass.analytics.analysis import FileSource, StoreSource, analyse
+from failclass.analytics.selection import Selection, parse_comparison, parse_selection
+from failclass.attempts import Attempt
+from failclass.classifier import Classifier
+from failclass.matching.taxonomy import builtin_taxonomy
+from failclass.policy.config import load_policy
+from failclass.store.repository import Store
+from failclass.usecases import report_attempt
+
+LOGS = {
+    "syntax_error": "corpora/public/syntax_error/AutoGPTQ_AutoGPTQ_57.log",
+    "mpi_runtime_failure": "corpora/public/mpi_runtime_failure/EleutherAI_lm-evaluation-harness_1404.log",
+    "job_preempted": "corpora/public/job_preempted/Azure_MachineLearningNotebooks_1242.log",
+    "gpu_oom": "corpora/public/gpu_oom/BVLC_caffe_6289.log",
+    None: "corpora/passed/runs/passed__syntax_warnings__0.log",
+}
+SELECTIONS = [
+    Selection(),
+    parse_selection("2026-11-09", "2026-11-16"),
+    parse_selection(None, None, users=["bob"]),
+    parse_selection(None, None, vcs=["short"]),
+    parse_selection(None, None, reasons=["syntax_error", "gpu_oom"]),
+    parse_selection(None, None, statuses=["killed", "passed"]),
+    parse_selection(None, "2026-11-04T08:00:00", users=["ann", "bob"]),
+]
+
+
+@pytest.fixture
+def store(database_url: str, classifier: Classifier) -> Store:
+    opened = Store.open(database_url)
+    policy = load_policy()
+    for job, attempt, user, vc, status, start, minutes, gpus, reason in ATTEMPTS:
+        examined = classifier.examine_path(ROOT / LOGS[reason])
+        assert examined.classification.reason == (reason or "no_signature")
+        facts = Attempt(job, attempt, user, vc, status, start_time=start, end_time=start + timedelta(minutes=minutes), gpus=gpus)
+        report_attempt(opened, facts, examined, policy, now=start + timedelta(minutes=minutes))
+    return opened
+
+
+def tables(analysis: object) -> dict[str, object]:
+    answer = analysis.to_dict()  # type: ignore[attr-defined]
+    return {key: value for key, value in answer.items() if key != "scope"}
+
+
+@pytest.mark.parametrize("selection", SELECTIONS, ids=lambda s: s.describe())
+def test_the_store_filters_as_the_manifest_does(store: Store, tmp_path: Path, selection: Selection) -> None:
+    taxonomy = builtin_taxonomy()
+    files = FileSource([write_manifest(tmp_path / "weeks.jsonl")])
+    from_store = analyse(StoreSource(store, "store"), selection, taxonomy)
+    assert tables(from_store) == tables(analyse(files, selection, taxonomy))
+    assert from_store.report.attempts == sum(1 for r in from_store.records if selection.matches(r)) > 0
+
+
+def test_this_week_against_last_over_the_store(store: Store) -> None:
+    selection = parse_selection(THIS_WEEK.isoformat(), "2026-11-16")
+    analysis = analyse(StoreSource(store, "store"), selection, builtin_taxonomy(), parse_comparison("previous", selection))
+    assert analysis.comparison is not None
+    totals = {t.measure: t for t in analysis.comparison.totals}
+    assert (totals["attempts"].now, totals["attempts"].before) == (6, 4)
+    lost = totals["GPU-h lost to failures"]
+    assert (lost.now, lost.before) == (THIS_WEEK_LOST_H, LAST_WEEK_LOST_H)
+    # Decisions come with the attempts: every failed one was decided by the policy.
+    decided = {(r.job_id, r.attempt): r.action for r in analysis.records}
+    assert all(action for (job, _), action in decided.items() if job != "b4") and decided[("b4", 1)] is None
+    assert asdict(analysis.comparison) == json.loads(json.dumps(asdict(analysis.comparison)))
+
+
+def test_the_cli_reads_the_store_with_filters(store: Store, database_url: str) -> None:
+    done = run_cli("report", "--database-url", database_url, "--user", "bob", "--since", "2026-11-09", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert [(r["reason_id"], r["trials"]) for r in answer["table7"]] == [("mpi_runtime_failure", 2)]
+    assert answer["scope"]["source"].startswith("store ") and "bob" in answer["scope"]["selection"]
