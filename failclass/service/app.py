@@ -67,7 +67,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
             database=store.engine.dialect.name,
         )
 
-    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse, responses=errors.documented(500))
+    internal_error = {"description": errors.WHEN[500], "content": {"application/json": {"schema": errors.ERROR_REF}}}
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse, responses={500: internal_error})
     def prometheus(request: Request) -> Response:
         """Prometheus text exposition."""
         return request.app.state.metrics.exposition()  # type: ignore[no-any-return]

@@ -39,6 +39,7 @@ WHEN = {
     500: "an internal error (the server log has the details)",
 }
 
+ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
 READING = (401, 403, 422, 500)  # every authenticated operation
 SENDING = (400, 401, 403, 413, 422, 500)  # every operation with a request body
 
