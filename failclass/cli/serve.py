@@ -11,11 +11,18 @@ from failclass.cli.common import options
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=int)
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))
-@click.option("--database-url", help="SQLAlchemy URL (default: a SQLite file in ~/.local/share/failclass).")
-@click.option("--tokens-file", type=click.Path(dir_okay=False, path_type=Path), help="API tokens; without one, no auth.")
+@click.option("--host", envvar="FAILCLASS_HOST", default="127.0.0.1", show_default=True)
+@click.option("--port", envvar="FAILCLASS_PORT", default=8080, show_default=True, type=int)
+@click.option("--workers", envvar="FAILCLASS_WORKERS", default=1, show_default=True, type=click.IntRange(1, 64))
+@click.option(
+    "--database-url", envvar="FAILCLASS_DATABASE_URL", help="SQLAlchemy URL (default: a SQLite file in ~/.local/share/failclass)."
+)
+@click.option(
+    "--tokens-file",
+    envvar="FAILCLASS_TOKENS_FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="API tokens; without one, no auth.",
+)
 @click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Policy overrides.")
 @click.pass_context
 def serve(

@@ -1,0 +1,89 @@
+"""Deploying the service: `failclass serve --workers 2` on a fresh PostgreSQL schema
+(both workers migrate at start, one after the other), and the container's entrypoint
+(docker/entrypoint.sh) run as compose.yaml runs it, against the real PostgreSQL: it
+migrates, then serves with two workers. Docker itself is not needed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+from conftest import ROOT, postgres_schema_url, run_cli
+from service_server import free_port, running_service
+
+STARTED = "Application startup complete."
+
+
+def wait_for_workers(log: Path, workers: int, deadline_s: float = 60) -> str:
+    """The server log once ``workers`` workers have started (or the deadline passed)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        text = log.read_text(errors="replace")
+        if text.count(STARTED) >= workers or time.monotonic() > deadline:
+            return text
+        time.sleep(0.2)
+
+
+def test_two_workers_on_a_fresh_postgresql_schema_both_start(tmp_path: Path) -> None:
+    for url in postgres_schema_url():
+        with running_service(url, tmp_path, "--workers", "2") as base:
+            (log,) = tmp_path.glob("server-*.log")
+            text = wait_for_workers(log, 2)
+            assert text.count(STARTED) == 2, text[-4000:]
+            assert "Traceback" not in text and "died" not in text, text[-4000:]
+            for _ in range(6):  # answers come from either worker
+                assert httpx.get(f"{base}/healthz", timeout=5).json()["database"] == "postgresql"
+
+
+def compose_environment() -> dict[str, str]:
+    service = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["failclass"]
+    return {name: str(value) for name, value in service["environment"].items()}
+
+
+def test_the_entrypoint_migrates_then_serves_as_compose_runs_it(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    made = run_cli("token", "create", "ops", "--scopes", "read,write", "--file", str(tokens))
+    assert made.returncode == 0, made.stderr
+    port = free_port()
+    compose = compose_environment()
+    assert compose["FAILCLASS_DATABASE_URL"].startswith("postgresql+psycopg://") and compose["FAILCLASS_WORKERS"] == "2"
+    for url in postgres_schema_url():
+        env = {
+            **os.environ,
+            **compose,
+            "FAILCLASS_DATABASE_URL": url,  # the test server instead of the `db` container
+            "FAILCLASS_HOST": "127.0.0.1",
+            "FAILCLASS_PORT": str(port),
+            "FAILCLASS_TOKENS_FILE": str(tokens),  # compose mounts it as a secret
+            "FAILCLASS_LABELS_DIR": str(tmp_path / "labels"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
+        log = tmp_path / "entrypoint.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                ["sh", str(ROOT / "docker/entrypoint.sh")], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            try:
+                text = wait_for_workers(log, 2, deadline_s=90)
+                assert text.count(STARTED) == 2, text[-4000:]
+                assert "schema at revision 0002" in text  # migrated before serving
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+                assert health["status"] == "ok" and health["auth"] is True and health["database"] == "postgresql"
+                assert httpx.get(f"http://127.0.0.1:{port}/v1/holds", timeout=5).status_code == 401
+            finally:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=30)
+
+
+def test_the_entrypoint_refuses_to_start_without_a_database_url(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "FAILCLASS_DATABASE_URL"}
+    done = subprocess.run(
+        ["sh", str(ROOT / "docker/entrypoint.sh")], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode != 0 and "FAILCLASS_DATABASE_URL" in done.stderr
