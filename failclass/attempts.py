@@ -1,4 +1,5 @@
-"""Attempt facts: what the scheduler knows of one run of a job, besides its log."""
+"""Attempt facts: what the scheduler knows of one run of a job, besides its log, and what
+the scheduler itself says ended it."""
 
 from __future__ import annotations
 
@@ -59,3 +60,15 @@ class Attempt:
         if self.start_time is None or self.end_time is None:
             return None
         return max((self.end_time - self.start_time).total_seconds(), 0.0) / 60
+
+
+@dataclass(frozen=True)
+class SchedulerEvidence:
+    """The scheduler's own word on how an attempt ended (a Slurm job state, a pod's
+    termination reason), when it names a cause: the failure reason it is evidence of
+    (docs/TAXONOMY.md), a rule id to count the retry budget by, and the scheduler's lines
+    that say so (a node's record among them names the node)."""
+
+    reason: str
+    rule_id: str
+    lines: tuple[str, ...]

@@ -1,6 +1,9 @@
-"""A real single-node Slurm (munged, slurmctld, slurmd from Debian's slurm-wlm) in a
+"""A real Slurm (munged, slurmctld, one slurmd per node from Debian's slurm-wlm) in a
 scratch folder, with failclass's epilog and job_submit.lua installed, for the end-to-end
-tests. Facts it relies on: ../shared/notes/slurm-single-node.md."""
+tests. Facts it relies on: ../shared/notes/slurm-single-node.md. Several nodes run on this
+one host as Slurm's own test setups do: one ``NodeName=... NodeHostname=<host> Port=...``
+line each and one ``slurmd -N <node>`` each, ``%n`` in the slurmd paths (Debian's build
+needs no ``--enable-multiple-slurmd`` for this, measured on 22.05.8)."""
 
 from __future__ import annotations
 
@@ -39,9 +42,12 @@ def node_line() -> str:
 
 
 class Slurm:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, nodes: int = 1, port: int = 16817) -> None:
         self.base = base
         self.host = socket.gethostname().split(".")[0]
+        # One node: the host itself. Several: node1..nodeN, all on this host.
+        self.nodes = [self.host] if nodes == 1 else [f"node{n}" for n in range(1, nodes + 1)]
+        self.port = port
         self.conf = base / "etc" / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
         self.daemons: list[subprocess.Popen[bytes]] = []
@@ -53,23 +59,23 @@ class Slurm:
         return subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60, check=check)
 
     def write_config(self) -> None:
-        for folder in ("etc", "state", "spool", "jobs"):
+        for folder in ("etc", "state", "jobs", *(f"spool/{node}" for node in self.nodes)):
             (self.base / folder).mkdir(parents=True, exist_ok=True)
         munge = self.munge / "munge.sock"
         self.conf.write_text(
             f"""ClusterName=failclass
 SlurmctldHost={self.host}(127.0.0.1)
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort={self.port}
+SlurmdPort={self.port + 1}
 AuthType=auth/munge
 AuthInfo=socket={munge},cred_expire=5
 SlurmUser=root
 StateSaveLocation={self.base}/state
-SlurmdSpoolDir={self.base}/spool
+SlurmdSpoolDir={self.base}/spool/%n
 SlurmctldPidFile={self.base}/slurmctld.pid
-SlurmdPidFile={self.base}/slurmd.pid
+SlurmdPidFile={self.base}/slurmd-%n.pid
 SlurmctldLogFile={self.base}/slurmctld.log
-SlurmdLogFile={self.base}/slurmd.log
+SlurmdLogFile={self.base}/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -79,9 +85,18 @@ ReturnToService=2
 MinJobAge=300
 EpilogSlurmctld={self.base}/etc/failclass-epilog.sh
 JobSubmitPlugins=lua
-NodeName={self.host} NodeAddr=127.0.0.1 {node_line()} State=UNKNOWN
+{self.node_lines()}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
+        )
+
+    def node_lines(self) -> str:
+        hardware = node_line()
+        if self.nodes == [self.host]:
+            return f"NodeName={self.host} NodeAddr=127.0.0.1 {hardware} State=UNKNOWN"
+        return "\n".join(
+            f"NodeName={name} NodeHostname={self.host} NodeAddr=127.0.0.1 Port={self.port + 1 + n} {hardware} State=UNKNOWN"
+            for n, name in enumerate(self.nodes)
         )
 
     def start(self) -> None:
@@ -97,8 +112,10 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             f"--log-file={munge / 'munged.log'}",
             f"--seed-file={munge / 'munged.seed'}",
         )
-        for command in (["slurmctld", "-D", "-c", "-f", str(self.conf)], ["slurmd", "-D", "-N", self.host, "-f", str(self.conf)]):
-            log = (self.base / f"{command[0]}.out").open("wb")
+        daemons = {"slurmctld": ["slurmctld", "-D", "-c", "-f", str(self.conf)]}
+        daemons.update({f"slurmd-{node}": ["slurmd", "-D", "-N", node, "-f", str(self.conf)] for node in self.nodes})
+        for name, command in daemons.items():
+            log = (self.base / f"{name}.out").open("wb")
             self.daemons.append(
                 subprocess.Popen(
                     command,
@@ -111,10 +128,14 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 )
             )
         deadline = time.monotonic() + 60
-        while "idle" not in self.run("sinfo", "-h", "-o", "%t", check=False).stdout:
+        while self.node_states() != dict.fromkeys(self.nodes, "idle"):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Slurm did not come up: {(self.base / 'slurmctld.log').read_text()[-2000:]}")
             time.sleep(0.3)
+
+    def node_states(self) -> dict[str, str]:
+        listed = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False).stdout.split()
+        return dict(zip(listed[::2], listed[1::2]))
 
     def stop(self) -> None:
         self.run("scancel", "--user=root", check=False)
@@ -155,8 +176,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 
 @contextmanager
-def running_slurm(base: Path, hook_settings: list[str]) -> Iterator[Slurm]:
-    slurm = Slurm(base)
+def running_slurm(base: Path, hook_settings: list[str], nodes: int = 1, port: int = 16817) -> Iterator[Slurm]:
+    slurm = Slurm(base, nodes, port)
     slurm.write_config()
     installed = subprocess.run(
         [str(FAILCLASS), "hook", "slurm-install", str(base / "etc"), "--slurm-conf", str(slurm.conf), *hook_settings],

@@ -8,22 +8,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from failclass.attempts import Attempt
+from failclass.attempts import Attempt, SchedulerEvidence
+from failclass.hook.answer import HookAnswer
 
-Answer = dict[str, Any]  # the hook's answer: a decision as JSON (see README, "the hook")
-Decide = Callable[[Attempt, list[Path]], Answer]
+Answer = HookAnswer  # the hook's answer (failclass.hook.answer); JSON only at the edges
+Decide = Callable[[Attempt, list[Path], SchedulerEvidence | None], Answer]
 
 
 @dataclass(frozen=True)
 class Finished:
-    """An attempt that ended, as the scheduler tells it: the facts, the logs, and the
-    adapter's own name for it (a Slurm job id, a namespace/pod)."""
+    """An attempt that ended, as the scheduler tells it: the facts, the logs, the
+    adapter's own name for it (a Slurm job id, a namespace/pod), and the scheduler's own
+    evidence of the cause when it has one (a Slurm NODE_FAIL, OUT_OF_MEMORY, PREEMPTED)."""
 
     attempt: Attempt
     logs: list[Path]
     handle: str
+    scheduler: SchedulerEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,6 @@ def handle_finished(adapter: SchedulerAdapter, decide: Decide, workdir: Path) ->
     """Ask the hook about every finished attempt and let the adapter act on the answer;
     a passed attempt is only recorded."""
     for finished in adapter.finished(workdir):
-        answer = decide(finished.attempt, finished.logs)
+        answer = decide(finished.attempt, finished.logs, finished.scheduler)
         done = [] if finished.attempt.status == "passed" else adapter.act(finished, answer)
         yield Handled(finished, answer, done)

@@ -1,9 +1,11 @@
 """Slurm adapter. Slurm's EpilogSlurmctld runs `failclass hook slurm-epilog` after every
-job: it reads the job with scontrol, decides, and acts with scontrol, writing the
-decision into the job's comment:
+job: it reads the job with `scontrol show job -d` (the whole allocation, each node with
+its GPU indices; how the job ended: failclass.adapters.slurm_state), decides, and acts
+with scontrol, writing the decision into the job's comment:
 
 - retry, retry_with_more_resources: `requeue` (then StartTime=now+backoff);
-- retry_elsewhere: `requeue`, then ExcNodeList=<nodes to avoid>;
+- retry_elsewhere: `requeue`, then ExcNodeList=<nodes to avoid> (of a multi-node job,
+  the nodes the evidence names: failclass.policy.decide.implicated_nodes);
 - hold: `requeuehold` (pending until an operator runs `scontrol release`);
 - no_retry, reject: `requeuehold State=SpecialExit`: the job stays, held, in Slurm's
   SPECIAL_EXIT state (meant for exactly this use by EpilogSlurmctld) and never runs
@@ -29,12 +31,15 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from failclass.adapters.protocol import Answer, Decide, Finished, handle_finished
+from failclass.adapters.slurm_jobs import hostnames, node_gpus
+from failclass.adapters.slurm_state import EVIDENCE, ending_state, scheduler_evidence
 from failclass.attempts import Attempt
 
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -57,6 +62,30 @@ def parse_show_job(text: str) -> dict[str, str]:
     return fields
 
 
+@dataclass(frozen=True)
+class SlurmJob:
+    """One job as `scontrol show job -d -o` prints it: its fields and its whole allocation,
+    each node with the GPU indices it holds there (none where GRES have no device file)."""
+
+    fields: Mapping[str, str]
+    allocation: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> SlurmJob:
+        return cls(parse_show_job(text), node_gpus(text))
+
+    @property
+    def state(self) -> str:
+        return ending_state(self.fields)
+
+    def nodes(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The allocation's nodes: the per-node lines, else the epilog's SLURM_JOB_NODELIST,
+        else the batch host (inside the epilog NodeList is empty)."""
+        listed = [node for node, _ in self.allocation] or hostnames(env.get("SLURM_JOB_NODELIST", ""))
+        batch = self.fields.get("BatchHost")
+        return tuple(dict.fromkeys(listed or ([batch] if batch else [])))
+
+
 def declared_inputs(batch_script: str) -> tuple[str, ...]:
     return tuple(path for match in _DIRECTIVE.finditer(batch_script) for path in match.group(1).split())
 
@@ -67,12 +96,13 @@ def _time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value).astimezone()
 
 
-def attempt_from_job(job: Mapping[str, str], env: Mapping[str, str], inputs: tuple[str, ...]) -> Attempt:
+def attempt_from_job(slurm_job: SlurmJob, env: Mapping[str, str], inputs: tuple[str, ...]) -> Attempt:
     """The attempt that just ended, from scontrol's view of the job and the epilog's environment."""
+    job = slurm_job.fields
     exit_status, _, signal = job.get("ExitCode", "0:0").partition(":")
-    failed = job.get("ExitCode", "0:0") != "0:0" or job.get("Reason", "None") not in ("None", "")
-    gpus = _GPUS.search(job.get("AllocTRES") or job.get("TRES") or job.get("ReqTRES") or "")
-    node = job.get("BatchHost") or env.get("SLURM_JOB_NODELIST", "")
+    failed = job.get("ExitCode", "0:0") != "0:0" or job.get("Reason", "None") not in ("None", "") or slurm_job.state in EVIDENCE
+    counted = _GPUS.search(job.get("AllocTRES") or job.get("TRES") or job.get("ReqTRES") or "")
+    indexed = sum(len(indices) for _, indices in slurm_job.allocation)
     logs = tuple(dict.fromkeys(p for p in (job.get("StdOut"), job.get("StdErr")) if p))
     return Attempt(
         job_id=env.get("SLURM_JOB_ID") or job["JobId"],
@@ -83,8 +113,8 @@ def attempt_from_job(job: Mapping[str, str], env: Mapping[str, str], inputs: tup
         submit_time=_time(job.get("SubmitTime")),
         start_time=_time(job.get("StartTime")),
         end_time=_time(job.get("EndTime")),
-        gpus=int(gpus.group(1)) if gpus else 0,
-        nodes=(node,) if node else (),
+        gpus=indexed or (int(counted.group(1)) if counted else 0),
+        nodes=slurm_job.nodes(env),
         exit_code=int(exit_status or 0),
         signal=int(signal or 0) or None,
         inputs=inputs,
@@ -92,12 +122,10 @@ def attempt_from_job(job: Mapping[str, str], env: Mapping[str, str], inputs: tup
     )
 
 
-def comment_for(answer: Mapping[str, Any]) -> str:
-    explanation = answer.get("explanation", {})
-    prefix = "failclass" if answer.get("enforced", True) else "failclass (audit, not enforced)"
-    rule = explanation.get("rule_id") or "no rule"
-    text = f"{prefix}: {answer['action']}: {explanation.get('reason')} ({rule}): {explanation.get('message', '')}"
-    if answer.get("fallback"):
+def comment_for(answer: Answer) -> str:
+    prefix = "failclass" if answer.enforced else "failclass (audit, not enforced)"
+    text = f"{prefix}: {answer.summary()}"
+    if answer.fallback:
         text += " [fallback: local rules]"
     return text.replace('"', "'")[:COMMENT_CHARS]
 
@@ -112,8 +140,16 @@ class Scontrol:
             raise RuntimeError(f"scontrol {' '.join(args)}: {done.stderr.strip() or done.returncode}")
         return done.stdout
 
-    def show_job(self, job_id: str) -> dict[str, str]:
-        return parse_show_job(self.run("show", "job", "-o", job_id))
+    def show_job(self, job_id: str) -> SlurmJob:
+        return SlurmJob.parse(self.run("show", "job", "-d", "-o", job_id))
+
+    def show_nodes(self, nodes: tuple[str, ...]) -> list[dict[str, str]]:
+        """Each node's record (`scontrol show node -o`); none if scontrol cannot say."""
+        try:
+            text = self.run("show", "node", "-o", ",".join(nodes)) if nodes else ""
+        except RuntimeError:
+            return []
+        return [parse_show_job(line) for line in text.splitlines() if line.strip()]
 
     def batch_script(self, job_id: str) -> str:
         try:
@@ -121,18 +157,18 @@ class Scontrol:
         except RuntimeError:
             return ""
 
-    def act(self, job_id: str, answer: Mapping[str, Any], no_retry: str = "special-exit") -> list[str]:
+    def act(self, job_id: str, answer: Answer, no_retry: str = "special-exit") -> list[str]:
         """Carry out a decision; returns the scontrol commands it ran. The job is put back
         in the queue first: only then does Slurm accept an update of its comment."""
-        action = answer["action"]
-        if not answer.get("enforced", True):
+        action = answer.action
+        if not answer.enforced:
             return []  # audit: a finished job cannot even take a comment; the store has it
         if action in REQUEUE:
             commands = [["requeue", job_id]]
-            if action == "retry_elsewhere" and answer.get("exclude_nodes"):
-                commands.append(["update", f"jobid={job_id}", f"ExcNodeList={','.join(answer['exclude_nodes'])}"])
-            if answer.get("backoff_seconds"):
-                commands.append(["update", f"jobid={job_id}", f"StartTime=now+{max(int(answer['backoff_seconds']), 1)}"])
+            if action == "retry_elsewhere" and answer.exclude_nodes:
+                commands.append(["update", f"jobid={job_id}", f"ExcNodeList={','.join(answer.exclude_nodes)}"])
+            if answer.backoff_seconds:
+                commands.append(["update", f"jobid={job_id}", f"StartTime=now+{max(int(answer.backoff_seconds), 1)}"])
         elif action == "hold":
             commands = [["requeuehold", job_id]]
         elif no_retry == "special-exit":
@@ -153,18 +189,29 @@ class SlurmEpilog:
 
     def finished(self, workdir: Path) -> Iterator[Finished]:
         job = self.scontrol.show_job(self.job_id)
-        if job.get("Comment", "").startswith(RELEASED):  # the idle watch ended it: not a failure
-            print(f"job {self.job_id}: {job['Comment'][:120]}; nothing to decide", file=sys.stderr)
+        comment = job.fields.get("Comment", "")
+        if comment.startswith(RELEASED):  # the idle watch ended it: not a failure
+            print(f"job {self.job_id}: {comment[:120]}; nothing to decide", file=sys.stderr)
             return
         attempt = attempt_from_job(job, self.env, declared_inputs(self.scontrol.batch_script(self.job_id)))
+        print(f"job {self.job_id}: {job.state} on {allocation_text(job) or 'no node'}", file=sys.stderr)
+        evidence = scheduler_evidence(job.fields, self.scontrol.show_nodes(attempt.nodes)) if job.state in EVIDENCE else None
         logs = [Path(p) for p in attempt.logs if Path(p).is_file()]
+        if not logs and evidence:  # Slurm's record is the only log: a node that died may leave none
+            logs = [workdir / f"slurm-{self.job_id}-{attempt.attempt}.state"]
+            logs[0].write_text("\n".join(evidence.lines) + "\n")
         if not logs:
             print(f"job {self.job_id}: no readable log among {attempt.logs}; nothing to classify", file=sys.stderr)
             return
-        yield Finished(attempt, logs, self.job_id)
+        yield Finished(attempt, logs, self.job_id, evidence)
 
     def act(self, finished: Finished, answer: Answer) -> list[str]:
         return self.scontrol.act(finished.handle, answer, self.env.get(NO_RETRY_ENV, "special-exit"))
+
+
+def allocation_text(job: SlurmJob) -> str:
+    """``node1 (GPUs 0,1), node2 (GPUs 0,1)``: the allocation, for the hook's log."""
+    return ", ".join(f"{node} (GPUs {','.join(map(str, gpus))})" if gpus else node for node, gpus in job.allocation)
 
 
 def epilog(decide: Decide, env: Mapping[str, str] = os.environ, scontrol: Scontrol | None = None) -> int:
@@ -173,7 +220,9 @@ def epilog(decide: Decide, env: Mapping[str, str] = os.environ, scontrol: Scontr
     if not job_id:
         print("failclass slurm-epilog: no SLURM_JOB_ID: not run by Slurm?", file=sys.stderr)
         return 2
-    for handled in handle_finished(SlurmEpilog(job_id, env, scontrol or Scontrol()), decide, Path.cwd()):
+    with tempfile.TemporaryDirectory(prefix="failclass-epilog-") as scratch:
+        handled_all = list(handle_finished(SlurmEpilog(job_id, env, scontrol or Scontrol()), decide, Path(scratch)))
+    for handled in handled_all:
         attempt = handled.finished.attempt
         if attempt.status == "passed":  # recorded (for the reports), nothing to decide
             print(f"job {job_id} attempt {attempt.attempt}: ended well, recorded")

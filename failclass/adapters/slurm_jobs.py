@@ -44,6 +44,12 @@ def running_allocations(text: str) -> list[JobAllocation]:
     return jobs
 
 
+def node_gpus(record: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each node of one job's allocation with the GPU indices it holds there, from the
+    per-node lines of ``scontrol show job -d`` (in the one-line ``-o`` form too)."""
+    return tuple((node, tuple(_indices(gres))) for nodes, gres in _NODE.findall(record) for node in hostnames(nodes))
+
+
 def read_running(scontrol: str = "scontrol") -> list[JobAllocation]:
     """The running jobs of the Slurm this host talks to."""
     try:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
+import signal
+import socket
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,36 +15,62 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from failclass.attempts import Attempt
 from failclass.cli.common import classifier as build_classifier
 from failclass.errors import ConfigError, InputError, ServiceRefused
+from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import LocalBackend, RemoteBackend, exit_code
 from failclass.policy.config import load_policy
+from failclass.service.fields import INT32_MAX, INT32_MIN
+from failclass.service.schemas import AttemptIn
+
+INTEGER_FACTS = ("attempt", "gpus", "exit_code", "signal")  # JSON numbers, never strings
+
+TOKEN_ENV = ("FAILCLASS_TOKEN", "FAILCLASS_SERVICE_TOKEN")  # the second: the name slurm-install wrote before
+TIMES = click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])
+INT32 = click.IntRange(INT32_MIN, INT32_MAX)  # what the store's INTEGER columns hold
 
 backend_options = [
     click.option("--service-url", envvar="FAILCLASS_SERVICE_URL", help="A failclass service; default: the local store."),
-    click.option("--token", envvar="FAILCLASS_SERVICE_TOKEN", help="API token for the service (write scope)."),
-    click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the service."),
+    click.option(
+        "--token-file",
+        envvar="FAILCLASS_TOKEN_FILE",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="File holding the service's API token (write scope). Or set FAILCLASS_TOKEN.",
+    ),
+    click.option(
+        "--token",
+        envvar=list(TOKEN_ENV),
+        help="The API token itself (FAILCLASS_TOKEN). Prefer --token-file or the variable: a command line shows in ps.",
+    ),
+    click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the service (per try; one retry)."),
     click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The local store (default: the service's SQLite file)."),
     click.option(
-        "--policy", "policy_file", envvar="FAILCLASS_POLICY", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+        "--policy",
+        "policy_file",
+        envvar="FAILCLASS_POLICY",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="An operator's policy file (default: the built-in policy).",
     ),
 ]
-fact_options = [
-    click.option("--facts", type=click.File("r"), help="Attempt facts as JSON ('-' for stdin); options override."),
-    click.option("--job-id"),
-    click.option("--attempt", "attempt_no", type=int, help="Attempt number (default: the one after those recorded)."),
-    click.option("--user"),
-    click.option("--vc"),
-    click.option("--gpus", type=int),
-    click.option("--gpu-type"),
-    click.option("--node", "nodes", multiple=True),
-    click.option("--exit-code", type=int),
-    click.option("--signal", type=int),
+submission_options = [
+    click.option("--facts", type=click.File("r"), help="The facts as a JSON object ('-' for stdin); options override."),
+    click.option("--job-id", help="The scheduler's job id."),
+    click.option("--user", help="The job's user."),
+    click.option("--vc", help="Virtual cluster or partition (default: default)."),
+    click.option("--gpus", type=click.IntRange(0, INT32_MAX), help="GPUs the job holds."),
+    click.option("--gpu-type", help="GPU model, as the scheduler names it."),
     click.option("--input", "inputs", multiple=True, help="A declared input path (repeatable)."),
-    click.option("--start", "start_time", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])),
-    click.option("--end", "end_time", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])),
+]
+attempt_options = [
+    click.option("--attempt", "attempt_no", type=click.IntRange(1, INT32_MAX), help="Attempt number (default: the next)."),
+    click.option("--node", "nodes", multiple=True, help="A node of the attempt's allocation (repeatable)."),
+    click.option("--exit-code", type=INT32, help="The attempt's exit status."),
+    click.option("--signal", type=INT32, help="The signal that ended it, if any."),
+    click.option("--start", "start_time", type=TIMES, help="When it started (ISO 8601)."),
+    click.option("--end", "end_time", type=TIMES, help="When it ended (ISO 8601)."),
     click.option(
         "--log", "logs", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="A log file (repeatable)."
     ),
@@ -57,29 +86,56 @@ def with_options(options: list[Any]) -> Any:
     return apply
 
 
-def _aware(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return moment if moment.tzinfo else moment.astimezone()
+def read_facts(facts: Any) -> dict[str, Any]:
+    """The --facts JSON object; anything else is a usage error (exit 2) that says why."""
+    if facts is None:
+        return {}
+    try:
+        loaded = json.load(facts)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--facts: not JSON: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise click.UsageError(f"--facts: expected a JSON object, got {type(loaded).__name__}")
+    return loaded
 
 
 def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: LocalBackend | RemoteBackend) -> Attempt:
+    """The facts and the options (which win), checked as the service checks a request
+    (failclass.service.schemas.AttemptIn: types, ranges the store holds, no NUL);
+    every problem is a usage error (exit 2)."""
     merged = {**facts, **{k: v for k, v in options.items() if v not in (None, ())}}
     if "attempt_no" in merged:
         merged["attempt"] = merged.pop("attempt_no")
     for key in ("nodes", "inputs", "logs"):
-        merged[key] = tuple(str(v) for v in merged.get(key, ()))
-    for key in ("submit_time", "start_time", "end_time"):
-        merged[key] = _aware(merged.get(key))
+        merged[key] = [str(v) for v in merged.get(key, ())] if isinstance(merged.get(key, ()), list | tuple) else merged[key]
+    wrong = [k for k in INTEGER_FACTS if merged.get(k) is not None and type(merged[k]) is not int]
+    if wrong:
+        raise click.UsageError(
+            "invalid attempt facts: " + "; ".join(f"{k}: expected an integer, got {merged[k]!r}" for k in wrong)
+        )
     if not merged.get("job_id") or not merged.get("user"):
         raise click.UsageError("the attempt needs --job-id and --user (or both in --facts)")
     if not merged.get("attempt"):
         merged["attempt"] = chosen.next_attempt(str(merged["job_id"]))
     try:
-        return Attempt(**merged)
-    except (TypeError, ValueError) as exc:
+        checked = AttemptIn.model_validate(merged)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise click.UsageError(f"invalid attempt facts: {problems}") from None
+    try:
+        attempt = checked.to_attempt()
+    except ValueError as exc:
         raise click.UsageError(f"invalid attempt facts: {exc}") from None
+    return dataclasses.replace(
+        attempt,
+        submit_time=_aware(attempt.submit_time),
+        start_time=_aware(attempt.start_time),
+        end_time=_aware(attempt.end_time),
+    )
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    return moment if moment is None or moment.tzinfo else moment.astimezone()
 
 
 @dataclass(frozen=True)
@@ -87,10 +143,23 @@ class BackendChoice:
     """Where decisions are made: a failclass service, else the local store."""
 
     service_url: str | None
+    token_file: Path | None
     token: str | None
     timeout: float
     database_url: str | None
     policy_file: Path | None
+
+    def api_token(self) -> str | None:
+        """From --token-file, else --token / FAILCLASS_TOKEN."""
+        if self.token_file is None:
+            return self.token
+        try:
+            token = self.token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.UsageError(f"--token-file: cannot read {self.token_file}: {exc}") from None
+        if not token:
+            raise click.UsageError(f"--token-file: {self.token_file} is empty")
+        return token
 
     def open(self, ctx: click.Context) -> LocalBackend | RemoteBackend:
         try:
@@ -99,7 +168,7 @@ class BackendChoice:
             raise click.UsageError(str(exc)) from None
         classifier = build_classifier(ctx, with_model=True)
         if self.service_url:
-            return RemoteBackend(self.service_url, self.token, self.timeout, classifier, policy)
+            return RemoteBackend(self.service_url, self.api_token(), self.timeout, classifier, policy)
         from failclass.store.repository import default_database_url
 
         return LocalBackend(self.database_url or default_database_url(), classifier, policy)
@@ -112,13 +181,15 @@ def with_backend(function: Any) -> Any:
     def command(
         *args: Any,
         service_url: str | None,
+        token_file: Path | None,
         token: str | None,
         timeout: float,
         database_url: str | None,
         policy_file: Path | None,
         **kwargs: Any,
     ) -> Any:
-        return function(*args, choice=BackendChoice(service_url, token, timeout, database_url, policy_file), **kwargs)
+        choice = BackendChoice(service_url, token_file, token, timeout, database_url, policy_file)
+        return function(*args, choice=choice, **kwargs)
 
     return with_options(backend_options)(command)
 
@@ -131,15 +202,17 @@ def hook() -> None:
 
 @hook.command("decide")
 @with_backend
-@with_options(fact_options)
+@with_options([*submission_options, *attempt_options])
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.pass_context
 def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
     """Classify the attempt's logs, record, decide; the exit status names the action:
     retry 10, retry_elsewhere 11, retry_with_more_resources 12, no_retry 13, hold 14,
-    reject 15 (0 when the policy is in audit mode)."""
+    reject 15 (0 when the policy is in audit mode or the attempt passed); 1 unreadable
+    log; 2 usage error or invalid facts."""
+    given = read_facts(facts)
     chosen = choice.open(ctx)
-    attempt = attempt_from(json.load(facts) if facts else {}, options, chosen)
+    attempt = attempt_from(given, options, chosen)
     logs = [Path(p) for p in attempt.logs]
     if not logs:
         raise click.UsageError('give the attempt\'s logs (--log, or "logs" in --facts)')
@@ -156,13 +229,14 @@ def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: Backen
 
 @hook.command("admit")
 @with_backend
-@with_options(fact_options)
+@with_options(submission_options)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_context
 def admit_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
-    """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject)."""
+    """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject); 2 usage error."""
+    given = read_facts(facts)
     chosen = choice.open(ctx)
-    attempt = attempt_from(json.load(facts) if facts else {}, options, chosen)
+    attempt = attempt_from(given, options, chosen)
     try:
         answer = chosen.admit(attempt)
     except ServiceRefused as exc:
@@ -184,15 +258,35 @@ def slurm_epilog(ctx: click.Context, choice: BackendChoice) -> None:
 
 @hook.command("k8s-controller")
 @with_backend
-@click.option("--namespace", help="Watch one namespace (default: all).")
-@click.option("--every", default=10.0, show_default=True, help="Seconds between passes.")
+@click.option("--namespace", envvar="FAILCLASS_WATCH_NAMESPACE", help="Watch one namespace (default: all; needs a ClusterRole).")
+@click.option("--selector", default="job-name", show_default=True, help="Label selector of the pods watched.")
+@click.option("--lease-namespace", envvar="POD_NAMESPACE", default="default", show_default=True, help="Namespace of the Lease.")
+@click.option(
+    "--lease-name", default="failclass-k8s-controller", show_default=True, help="Name of the Lease replicas elect with."
+)
+@click.option(
+    "--identity", envvar="POD_NAME", default=socket.gethostname, help="This replica's name in the Lease [$POD_NAME or the host]."
+)
 @click.pass_context
-def k8s_controller(ctx: click.Context, namespace: str | None, every: float, choice: BackendChoice) -> None:
-    """Watch failed pods of Jobs (through kubectl), decide, and patch their Jobs."""
-    from failclass.adapters.kubernetes import KubectlApi, watch
+def k8s_controller(
+    ctx: click.Context,
+    namespace: str | None,
+    selector: str,
+    lease_namespace: str,
+    lease_name: str,
+    identity: str,
+    choice: BackendChoice,
+) -> None:
+    """Watch failed pods of Jobs (the Kubernetes API, in-cluster or $KUBECONFIG), decide each once
+    across replicas (a Lease elects the one that acts), and patch their Jobs."""
+    from failclass.adapters.kubernetes.cluster import Cluster, connect
+    from failclass.adapters.kubernetes.controller import run_controller
+    from failclass.adapters.kubernetes.lease import LeaderLease, LeaseSettings
 
     chosen = choice.open(ctx)
-    watch(KubectlApi(namespace), chosen.decide, every)
+    cluster = Cluster(connect(), namespace, selector)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    run_controller(chosen.decide, cluster, LeaderLease(cluster, LeaseSettings(lease_namespace, lease_name), identity))
 
 
 @hook.command("slurm-install")
@@ -202,13 +296,21 @@ def k8s_controller(ctx: click.Context, namespace: str | None, every: float, choi
     type=click.Path(dir_okay=False, path_type=Path),
     default=lambda: os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"),
     show_default="$SLURM_CONF or /etc/slurm/slurm.conf",
+    help="The cluster's slurm.conf (the hook's scontrol calls use it).",
 )
 @click.option("--database-url", help="The store the hook records in (default: the service's SQLite file).")
 @click.option("--service-url", help="A failclass service instead of a local store.")
 @click.option(
-    "--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="File holding the service token."
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File holding the service token (copied into failclass.env, 0600).",
 )
-@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An operator's policy file for the hook's decisions.",
+)
 def slurm_install(
     directory: Path,
     slurm_conf: Path,
@@ -223,7 +325,7 @@ def slurm_install(
     settings = {
         "FAILCLASS_DATABASE_URL": database_url,
         "FAILCLASS_SERVICE_URL": service_url,
-        "FAILCLASS_SERVICE_TOKEN": token_file.read_text().strip() if token_file else None,
+        "FAILCLASS_TOKEN": token_file.read_text().strip() if token_file else None,
         "FAILCLASS_POLICY": str(policy_file.resolve()) if policy_file else None,
     }
     written = install(directory.resolve(), {k: v for k, v in settings.items() if v}, slurm_conf.resolve())
@@ -237,14 +339,11 @@ def slurm_install(
     )
 
 
-def _print(answer: dict[str, Any], as_json: bool) -> None:
+def _print(answer: HookAnswer, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(answer, default=str))
+        click.echo(json.dumps(answer.to_json(), default=str))
         return
-    explanation = answer.get("explanation", {})
-    line = f"{answer['action']}"
-    if explanation:
-        line += f": {explanation.get('reason')} ({explanation.get('rule_id') or 'no rule'}): {explanation.get('message')}"
-    if answer.get("fallback"):
-        line += f"\n  note: {answer['fallback']}"
+    line = answer.summary()
+    if answer.fallback:
+        line += f"\n  note: {answer.fallback}"
     click.echo(line, file=sys.stdout)

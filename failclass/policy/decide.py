@@ -14,6 +14,7 @@ Order of questions:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,21 +80,35 @@ def _input_effects(config: PolicyConfig, attempt: Attempt, history: History, pat
     return tuple(newly)
 
 
+def implicated_nodes(attempt: Attempt, failure: Failure) -> tuple[str, ...]:
+    """The attempt's nodes that the evidence names (a line labelled with its host, a
+    scheduler's record of a node that went down); if it names none, every node of the
+    attempt. Over many failures a bad node is the one common to the failed jobs."""
+    named = tuple(node for node in attempt.nodes if any(_names(line, node) for line in failure.evidence))
+    return named or attempt.nodes
+
+
+def _names(line: str, node: str) -> bool:
+    """``node`` as a whole host name in ``line`` (gpu2 is not in gpu21 nor in gpu2-3)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(node)}(?![A-Za-z0-9_]|-[A-Za-z0-9])", line) is not None
+
+
 def _excluded_nodes(
-    config: PolicyConfig, attempt: Attempt, history: History, rules: ReasonPolicy
+    config: PolicyConfig, attempt: Attempt, failure: Failure, history: History, rules: ReasonPolicy
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(nodes to exclude from the retry, nodes that became suspect with this failure)."""
+    implicated = implicated_nodes(attempt, failure)
     jobs = {node: set(ids) for node, ids in history.node_jobs.items()}
     if rules.suspect_node:
-        for node in attempt.nodes:
+        for node in implicated:
             jobs.setdefault(node, set()).add(attempt.job_id)
     suspects = sorted((n for n, ids in jobs.items() if len(ids) >= config.nodes.min_jobs), key=lambda n: (-len(jobs[n]), n))
     newly = tuple(
         n
         for n in suspects
-        if rules.suspect_node and n in attempt.nodes and len(history.node_jobs.get(n, ())) < config.nodes.min_jobs
+        if rules.suspect_node and n in implicated and len(history.node_jobs.get(n, ())) < config.nodes.min_jobs
     )
-    own = [n for n in attempt.nodes if rules.suspect_node or rules.action == "retry_elsewhere"]
+    own = [n for n in implicated if rules.suspect_node or rules.action == "retry_elsewhere"]
     ordered = list(dict.fromkeys([*own, *suspects]))
     cap = min(config.nodes.max_excluded, max(1, int(config.nodes.max_excluded_share * max(history.nodes_seen, len(ordered)))))
     return tuple(ordered[:cap]), newly
@@ -116,10 +131,11 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
 
     inputs = implicated_inputs(attempt, failure) if rules.blacklist_inputs else ()
     blacklist = _input_effects(config, attempt, history, inputs)
-    exclude, suspects = _excluded_nodes(config, attempt, history, rules)
+    exclude, suspects = _excluded_nodes(config, attempt, failure, history, rules)
     user_count = history.user_failures.get(failure.reason, 0) + 1
     hold = rules.hold_after is not None and user_count >= rules.hold_after
-    effects = Effects(failure.reason if hold else None, blacklist, suspects, inputs, attempt.nodes if rules.suspect_node else ())
+    nodes = implicated_nodes(attempt, failure) if rules.suspect_node else ()
+    effects = Effects(failure.reason if hold else None, blacklist, suspects, inputs, nodes)
     counters: dict[str, Any] = {"user_failures": user_count} if rules.hold_after is not None else {}
     if inputs:
         counters["input_failures"] = {p: len(history.input_failures.get(p, ())) + 1 for p in inputs}

@@ -28,7 +28,7 @@ class ToyQueue:
         return [Finished(Attempt(job, 1, "toy", status=status, nodes=("n1",)), [log], job) for job, log, status in self.ended]
 
     def act(self, finished: Finished, answer: Answer) -> list[str]:
-        line = f"{finished.handle}: {answer['action']}"
+        line = f"{finished.handle}: {answer.action}"
         self.actions.append(line)
         return [line]
 
@@ -40,5 +40,6 @@ def test_a_toy_adapter_gets_decisions_and_acts(tmp_path: Path) -> None:
     handled = list(handle_finished(adapter, backend.decide, tmp_path))
     assert [h.finished.handle for h in handled] == ["j-syntax", "j-nccl", "j-ok"]
     assert queue.actions == ["j-syntax: no_retry", "j-nccl: retry"]  # the passed one is recorded, not acted on
-    assert handled[2].done == [] and handled[2].answer["classification"]["reason"] == "syntax_error"
+    assert handled[2].done == [] and handled[2].answer.action == "recorded"
+    assert handled[2].answer.classification is not None and handled[2].answer.classification["reason"] == "syntax_error"
     assert [a["attempt"] for a in backend.store.job("j-ok")] == [1]

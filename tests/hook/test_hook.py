@@ -3,23 +3,30 @@ when the service is down, and the Slurm adapter's reading of what Slurm really p
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
 import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from conftest import ROOT, run_cli
 from service_server import free_port, running_service
 
-from failclass.adapters.slurm import Scontrol, attempt_from_job, comment_for, declared_inputs, parse_show_job
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
 from failclass.usecases import report_attempt
 
-SLURM = ROOT / "tests" / "data" / "slurm"
 SYNTAX = ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log"
 NCCL = ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log"
 MISSING = ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log"
@@ -106,53 +113,6 @@ def test_service_down_falls_back_to_local_rules_without_endless_retries() -> Non
     assert admitted.returncode == 0 and "admitted unchecked" in json.loads(admitted.stdout)["fallback"]
 
 
-def test_slurm_adapter_reads_what_slurm_prints() -> None:
-    job = parse_show_job((SLURM / "show_job_in_epilog.txt").read_text())
-    assert (job["JobState"], job["ExitCode"], job["Reason"], job["BatchHost"]) == ("COMPLETING", "1:0", "NonZeroExitCode", "vm")
-    env = dict(line.split("=", 1) for line in (SLURM / "epilog_env.txt").read_text().splitlines())
-    attempt = attempt_from_job(job, env, declared_inputs((SLURM / "batch_script.txt").read_text()))
-    assert (attempt.job_id, attempt.attempt, attempt.user, attempt.vc, attempt.status) == ("1", 1, "root", "debug", "failed")
-    assert (attempt.exit_code, attempt.signal, attempt.nodes, attempt.gpus) == (1, None, ("vm",), 0)
-    assert attempt.inputs == ("/data/imagenet",)
-    assert attempt.logs == ("/tmp/fc/slx/b/jobs/train-resnet-1.out",)
-    assert attempt.start_time is not None and attempt.start_time.tzinfo is not None
-
-
-class RecordingScontrol(Scontrol):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ran: list[tuple[str, ...]] = []
-
-    def run(self, *args: str) -> str:
-        self.ran.append(args)
-        return ""
-
-
-@pytest.mark.parametrize(
-    ("answer", "expected"),
-    [
-        ({"action": "retry", "backoff_seconds": 31.6}, [("requeue", "7"), ("update", "jobid=7", "StartTime=now+31")]),
-        (
-            {"action": "retry_elsewhere", "exclude_nodes": ["gpu-1", "gpu-2"]},
-            [("requeue", "7"), ("update", "jobid=7", "ExcNodeList=gpu-1,gpu-2")],
-        ),
-        ({"action": "hold"}, [("requeuehold", "7")]),
-        ({"action": "no_retry"}, [("requeuehold", "State=SpecialExit", "7")]),
-    ],
-)
-def test_each_decision_becomes_scontrol_commands(answer: dict[str, Any], expected: list[tuple[str, ...]]) -> None:
-    answer = {**answer, "explanation": {"reason": "r", "rule_id": "r.x", "message": "m"}}
-    scontrol = RecordingScontrol()
-    scontrol.act("7", answer)
-    assert scontrol.ran[:-1] == expected
-    assert scontrol.ran[-1] == ("update", "jobid=7", f"comment={comment_for(answer)}")
-    audit = RecordingScontrol()
-    assert audit.act("7", {**answer, "enforced": False}) == [] and audit.ran == []
-    left = RecordingScontrol()
-    left.act("7", {**answer, "action": "no_retry"}, no_retry="leave-failed")
-    assert left.ran == []
-
-
 def test_slurm_install_writes_what_slurm_runs(tmp_path: Path) -> None:
     done = run_cli(
         "hook",
@@ -171,3 +131,147 @@ def test_slurm_install_writes_what_slurm_runs(tmp_path: Path) -> None:
     assert "hook slurm-epilog" in epilog and (tmp_path / "failclass-epilog.sh").stat().st_mode & stat.S_IXUSR
     assert "function slurm_job_submit" in (tmp_path / "job_submit.lua").read_text()
     assert "EpilogSlurmctld=" in done.stdout and "JobSubmitPlugins=lua" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def guarded_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A real service that wants a write token; the token also written to a 0600 file."""
+    workdir = tmp_path_factory.mktemp("guarded")
+    created = run_cli("token", "create", "scheduler", "--scopes", "read,write", "--file", str(workdir / "tokens.json"))
+    assert created.returncode == 0, created.stderr
+    token_file = workdir / "token"
+    token_file.write_text(created.stdout.strip() + "\n")
+    token_file.chmod(0o600)
+    with running_service(f"sqlite:///{workdir / 'svc.db'}", workdir, "--tokens-file", str(workdir / "tokens.json")) as base:
+        yield {"base": base, "token": created.stdout.strip(), "token_file": token_file}
+
+
+def remote(service: dict[str, Any], job: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    command = [sys.executable, "-m", "failclass.cli", "hook", "decide", "--json", "--service-url", service["base"]]
+    command += ["--job-id", job, "--user", "erin", "--log", str(NCCL), *args]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FAILCLASS_")}
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, env={**clean, **(env or {})}, timeout=300, check=False
+    )
+
+
+def test_the_token_comes_from_a_file_or_the_environment(guarded_service: dict[str, Any]) -> None:
+    refused = remote(guarded_service, "tok-0")
+    assert refused.returncode == 2 and "401" in refused.stderr
+    from_file = remote(guarded_service, "tok-1", "--token-file", str(guarded_service["token_file"]))
+    assert from_file.returncode == 10, from_file.stderr
+    assert "fallback" not in json.loads(from_file.stdout)
+    from_env = remote(guarded_service, "tok-2", env={"FAILCLASS_TOKEN": guarded_service["token"]})
+    assert from_env.returncode == 10 and "fallback" not in json.loads(from_env.stdout), from_env.stderr
+    empty = guarded_service["token_file"].with_name("empty")
+    empty.write_text("\n")
+    unusable = remote(guarded_service, "tok-3", "--token-file", str(empty))
+    assert unusable.returncode == 2 and "is empty" in unusable.stderr and "Traceback" not in unusable.stderr
+
+
+@contextmanager
+def dropping_first_connection(target: str) -> Iterator[str]:
+    """A TCP relay to ``target`` that closes the first connection unanswered (a service
+    restarting), then relays; bounded by the test's lifetime."""
+    host, port = target.removeprefix("http://").split(":")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop, accepted = threading.Event(), []
+
+    def pipe(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            accepted.append(client)
+            if len(accepted) == 1:
+                client.recv(65536)
+                client.close()
+                continue
+            upstream = socket.create_connection((host, int(port)))
+            for ends in ((client, upstream), (upstream, client)):
+                threading.Thread(target=pipe, args=ends, daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+def test_a_failed_service_call_is_tried_once_more_before_the_fallback(guarded_service: dict[str, Any]) -> None:
+    with dropping_first_connection(guarded_service["base"]) as relay:
+        done = remote({**guarded_service, "base": relay}, "flaky-1", "--token-file", str(guarded_service["token_file"]))
+    answer = json.loads(done.stdout)
+    assert done.returncode == 10 and "fallback" not in answer, done.stderr
+    import httpx
+
+    headers = {"Authorization": f"Bearer {guarded_service['token']}"}
+    (attempt,) = httpx.get(f"{guarded_service['base']}/v1/jobs/flaky-1", headers=headers).json()["attempts"]
+    assert attempt["decision"]["action"] == "retry"  # recorded by the service on the second try
+
+
+def test_admit_lists_only_its_own_options_and_every_option_says_what_it_is() -> None:
+    admit_help = run_cli("hook", "admit", "--help").stdout
+    for decide_only in ("--log", "--exit-code", "--signal", "--attempt", "--node", "--start", "--end"):
+        assert decide_only not in admit_help
+    assert "--log" in run_cli("hook", "decide", "--help").stdout
+    from failclass.cli.main import main
+
+    hook = main.commands["hook"]
+    assert isinstance(hook, click.Group)
+    silent = [
+        f"{name} {option.opts[0]}"
+        for name, command in hook.commands.items()
+        for option in command.params
+        if isinstance(option, click.Option) and not option.help
+    ]
+    assert silent == []
+
+
+@pytest.mark.parametrize(
+    ("facts", "args", "says"),
+    [
+        (None, ("--exit-code", "99999999999999999999"), "not in the range"),
+        ('{"job_id": "bad-1", "user": "u", "logs": [', (), "--facts: not JSON"),
+        ('["not", "an", "object"]', (), "expected a JSON object"),
+        ('{"exit_code": "1"}', (), "exit_code: expected an integer, got '1'"),
+        ('{"exit_code": 99999999999999999999}', (), "exit_code: Input should be less than or equal to 2147483647"),
+        ('{"vc": "a\\u0000b"}', (), "vc: String should match pattern"),
+    ],
+)
+def test_bad_facts_are_usage_errors_and_nothing_is_recorded(
+    tmp_path: Path, facts: str | None, args: tuple[str, ...], says: str
+) -> None:
+    store = f"sqlite:///{tmp_path / 'f.db'}"
+    base = ["--facts", "-"] if facts is not None else []
+    done = run_cli(
+        "hook",
+        "decide",
+        "--database-url",
+        store,
+        *base,
+        "--job-id",
+        "bad-1",
+        "--user",
+        "u",
+        "--log",
+        str(NCCL),
+        *args,
+        stdin=facts.encode() if facts is not None else None,
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert says in done.stderr and "Traceback" not in done.stderr
+    if (tmp_path / "f.db").exists():
+        assert Store.open(store).job("bad-1") == []
