@@ -24,12 +24,15 @@ demo: $(STAMP)
 	$(BIN)/failclass waste report samples/gpu/samples.parquet --jobs samples/gpu/jobs.csv --time-limit 8 --top 5
 
 # The Slurm end-to-end tests need Debian's slurm-wlm and munge (about 20 s to install), the
-# Prometheus one Debian's prometheus; without them (no root, no apt) those tests skip and say why.
+# Prometheus one Debian's prometheus, the HTML report's browser test Debian's chromium; without
+# them (no root, no apt) those tests skip and say why.
 test: $(TORCH)
 	command -v slurmctld >/dev/null || apt-get install -y -q slurm-wlm munge >/dev/null || \
 		(apt-get update -q >/dev/null && apt-get install -y -q slurm-wlm munge >/dev/null) || true
 	command -v prometheus >/dev/null || apt-get install -y -q prometheus >/dev/null || \
 		(apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null) || true
+	command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null || \
+		(apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null) || true
 	$(BIN)/python -m pytest -q
 
 # Regenerate the produced corpus (real failing programs; needs gcc, OpenMPI, root for the
