@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import region_indices, segment, shows_failure
+from failclass.logs.region import FINAL_LINES, region_indices, segment, shows_failure
 from failclass.logs.text import EVIDENCE_CHARS, BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
@@ -18,10 +18,10 @@ from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.model.artifact import LoadedModel
 
 MAX_EVIDENCE_LINES = 5
-# When no rule fired at all, "No signature" is almost always wrong for a log that shows a
+# When no rule fired at all, "No signature" is almost always wrong for a log that ends on a
 # failure line: the model then speaks from this confidence on, below its own threshold
 # (leave-repository-out, it halves the failed logs answered "No signature"; passed runs,
-# which show no failure line or which it reads as no_signature, stay silent).
+# which end on no failure line or which it reads as no_signature, stay silent).
 NO_RULE_THRESHOLD = 0.2
 MODEL_WHY = (
     "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
@@ -194,8 +194,8 @@ class Classifier:
 
     def _guess(self, tail: Tail, total_lines: int, nothing_fired: bool) -> ModelGuess | None:
         """The model's answer from the end of the log, if it names a failure confidently
-        (at its threshold; from NO_RULE_THRESHOLD when no rule fired and the log shows a
-        failure line)."""
+        (at its threshold; from NO_RULE_THRESHOLD when no rule fired and one of the log's
+        last lines says that something failed)."""
         if self.model is None:
             return None
         numbered = tail.numbered_lines(total_lines)
@@ -207,7 +207,8 @@ class Classifier:
         if reason == NO_SIGNATURE or confidence < min(self.model.threshold, NO_RULE_THRESHOLD):
             return None
         region = region_indices(texts)
-        if confidence < self.model.threshold and not (nothing_fired and shows_failure([texts[i] for i in region])):
+        ending = [texts[i] for i in region[-FINAL_LINES:]]  # the log's last non-blank lines
+        if confidence < self.model.threshold and not (nothing_fired and shows_failure(ending)):
             return None
         strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]
         line, text = numbered[strongest]
