@@ -1,8 +1,7 @@
-"""The Kubernetes controller loop and the podFailurePolicy mapping. No cluster runs here:
-a failed Job pod recorded from a real cluster, with its container log
-(tests/data/kubernetes, sources beside them), goes through the loop; the other pods below
-are written for these tests in the shape of the core/v1 API, and say so, to cover what
-the recording does not (an OOM kill, GPUs, a training log)."""
+"""What the controller reads of a pod, what it tells the classifier, and what each decision
+does to the Job. Pods: the one recorded from a real cluster (tests/data/kubernetes, source
+beside it), and pods written here in the API's shape whose ends are the kubelet's own
+(reasons and messages: tests/data/kubernetes/api_formats.md)."""
 
 from __future__ import annotations
 
@@ -14,159 +13,154 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from failclass.adapters.kubernetes import HANDLED, attempt_from_pod, job_name, job_patches, run_once, terminated
+from failclass.adapters.kubernetes.changes import JobChange, JobDecision, job_changes
+from failclass.adapters.kubernetes.objects import CLAIMED, JobState, attempt_from_pod, evidence_lines, parse_pod
 from failclass.classifier import Classifier
-from failclass.hook.backends import EXIT_CODES, LocalBackend
-from failclass.policy.config import load_policy
-
-
-def failed_pod(name: str, reason: str, exit_code: int, node: str = "gpu-node-3") -> dict[str, Any]:
-    """A failed pod of Job "train-resnet", as the API describes one (written for the tests)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "vision",
-            "labels": {"batch.kubernetes.io/job-name": "train-resnet", "user": "alice"},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train-resnet", "controller": True}],
-        },
-        "spec": {"nodeName": node, "containers": [{"name": "train", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
-        "status": {
-            "phase": "Failed",
-            "containerStatuses": [
-                {
-                    "name": "train",
-                    "state": {
-                        "terminated": {
-                            "exitCode": exit_code,
-                            "reason": reason,
-                            "startedAt": "2026-11-02T09:00:00Z",
-                            "finishedAt": "2026-11-02T09:40:00Z",
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
-FAILED_PODS = [
-    ("error", failed_pod("train-resnet-x7k2p", "Error", 1)),
-    ("oom", failed_pod("train-resnet-q9d4m", "OOMKilled", 137)),
-]
-
-
-@pytest.mark.parametrize(("name", "pod"), FAILED_PODS, ids=[n for n, _ in FAILED_PODS])
-def test_attempt_facts_from_a_pod(name: str, pod: dict[str, Any]) -> None:
-    job = {"status": {"failed": 2}}
-    attempt = attempt_from_pod(pod, job, ("pod.log",))
-    (_, state), *_ = terminated(pod)
-    assert attempt.exit_code == state["exitCode"] != 0
-    assert attempt.signal == (state["exitCode"] - 128 if state["exitCode"] > 128 else None)
-    assert attempt.attempt == 2 and attempt.vc == pod["metadata"].get("namespace", "default")
-    if pod.get("spec", {}).get("nodeName"):
-        assert attempt.nodes == (pod["spec"]["nodeName"],)
-    assert attempt.job_id == "vision/train-resnet" and attempt.user == "alice" and attempt.gpus == 4
-    assert attempt.runtime_minutes == 40
-
+from failclass.hook.answer import HookAnswer
+from failclass.hook.backends import EXIT_CODES
 
 RECORDED = ROOT / "tests" / "data" / "kubernetes"
 RECORDED_POD = json.loads((RECORDED / "verrazzano_install_job_pod.json").read_text())
-RECORDED_LOG = (RECORDED / "verrazzano_install_job_pod.install.log").read_text()
+# A produced run that the kernel killed for its memory (corpora/produced/cpu_oom): what the
+# container printed before the kill; the node's dmesg is not in a container's log.
+OOM_RUN = (ROOT / "corpora/produced/cpu_oom/cpu_oom__cgroup_oom_killer__0.log").read_text().split("exit code: 137")[0]
+# A kubelet eviction message as recorded in https://github.com/sustainable-computing-io/susql-operator/issues/140
+EVICTION = (
+    "The node was low on resource: ephemeral-storage. Threshold quantity: 24068434671, available: 23201836Ki. "
+    "Container kube-rbac-proxy was using 8Ki, request is 0, has larger consumption of ephemeral-storage. "
+    "Container manager was using 106848Ki, request is 0, has larger consumption of ephemeral-storage. "
+)
+DEADLINE = "Pod was active on the node longer than the specified deadline"
 
 
-def test_attempt_facts_from_the_recorded_pod() -> None:
-    attempt = attempt_from_pod(RECORDED_POD, {"status": {"failed": 1}}, ("install.log",))
+def job_pod(name: str, pod_status: dict[str, Any], terminated: dict[str, Any] | None) -> dict[str, Any]:
+    """A pod of Job "train-resnet" (written here, in the core/v1 shape)."""
+    container: dict[str, Any] = {"name": "train", "ready": False, "restartCount": 0}
+    container["state"] = {"terminated": terminated} if terminated else {"waiting": {"reason": "ContainerCreating"}}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "vision",
+            "resourceVersion": "4711",
+            "labels": {"batch.kubernetes.io/job-name": "train-resnet", "job-name": "train-resnet", "user": "alice"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train-resnet", "controller": True}],
+        },
+        "spec": {"nodeName": "gpu-node-3", "containers": [{"name": "train", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+        "status": {"phase": "Failed", **pod_status, "containerStatuses": [container]},
+    }
+
+
+ENDED = {"startedAt": "2026-11-02T09:00:00Z", "finishedAt": "2026-11-02T09:40:00Z"}
+OOM_KILLED = job_pod("train-resnet-q9d4m", {}, {"exitCode": 137, "reason": "OOMKilled", **ENDED})
+EVICTED = job_pod("train-resnet-b2x8k", {"reason": "Evicted", "message": EVICTION}, None)
+TIMED_OUT = job_pod(
+    "train-resnet-z7w1c", {"reason": "DeadlineExceeded", "message": DEADLINE}, {"exitCode": 143, "reason": "Error", **ENDED}
+)
+
+
+def test_a_pod_is_read_into_typed_facts() -> None:
+    pod = parse_pod(OOM_KILLED)
+    assert (pod.key, pod.job, pod.node, pod.user, pod.gpus, pod.resource_version) == (
+        "vision/train-resnet-q9d4m",
+        "train-resnet",
+        "gpu-node-3",
+        "alice",
+        4,
+        "4711",
+    )
+    (end,) = pod.failures
+    assert (end.container, end.reason, end.exit_code, end.signal) == ("train", "OOMKilled", 137, 9)
+    attempt = attempt_from_pod(pod, 2, ("train.log",))
+    assert (attempt.job_id, attempt.attempt, attempt.vc, attempt.exit_code, attempt.signal) == (
+        "vision/train-resnet",
+        2,
+        "vision",
+        137,
+        9,
+    )
+    assert attempt.runtime_minutes == 40 and attempt.nodes == ("gpu-node-3",) and attempt.gpus == 4
+
+
+def test_the_recorded_pod() -> None:
+    pod = parse_pod(RECORDED_POD)
+    attempt = attempt_from_pod(pod, 1, ("install.log",))
     assert attempt.job_id == "verrazzano-install/verrazzano-install-my-verrazzano"
     assert (attempt.exit_code, attempt.signal, attempt.nodes) == (1, None, ("verrazzano-control-plane",))
     assert attempt.runtime_minutes is not None and round(attempt.runtime_minutes, 2) == 10.23
 
 
-class FakeApi:
-    """The controller's view of a cluster, served from the objects above."""
+def test_which_pods_need_a_decision() -> None:
+    def with_mark(mark: str | None) -> bool:
+        raw = json.loads(json.dumps(OOM_KILLED))
+        raw["metadata"]["annotations"] = {"failclass.io/handled": mark} if mark else {}
+        return parse_pod(raw).needs_decision("replica-a")
 
-    def __init__(self, pods: list[dict[str, Any]], log: str) -> None:
-        self.pods = pods
-        self.text = log
-        self.patches: list[tuple[str, str, str, dict[str, Any]]] = []
-
-    def failed_pods(self) -> list[dict[str, Any]]:
-        handled = {name for kind, _, name, _ in self.patches if kind == "pod"}
-        return [p for p in self.pods if p["metadata"]["name"] not in handled]
-
-    def log(self, pod: dict[str, Any], container: str) -> str:
-        return self.text
-
-    def job(self, namespace: str, name: str) -> dict[str, Any]:
-        return {"metadata": {"name": name, "namespace": namespace}, "status": {"failed": 1}}
-
-    def patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        self.patches.append((kind, namespace, name, patch))
+    assert with_mark(None) and with_mark(CLAIMED + "replica-b")  # a claim of a replica that lost the Lease
+    assert not with_mark(CLAIMED + "replica-a") and not with_mark("no_retry")
+    running = json.loads(json.dumps(OOM_KILLED)) | {"status": {"phase": "Running"}}
+    assert not parse_pod(running).needs_decision("replica-a")
 
 
-def test_the_controller_decides_once_per_failed_pod(tmp_path: Path) -> None:
-    pods = [FAILED_PODS[0][1]]
-    syntax_log = (ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log").read_text()
-    api = FakeApi(pods, syntax_log)
-    backend = LocalBackend(f"sqlite:///{tmp_path / 'f.db'}", Classifier(), load_policy())
-    done = run_once(api, backend.decide, tmp_path)
-    assert [d["action"] for d in done] == ["no_retry"] * len(pods)
-    for pod in pods:
-        job_updates = [p for kind, _, name, p in api.patches if kind == "job" and name == job_name(pod)]
-        assert {"spec": {"backoffLimit": 1}} in job_updates  # the Job fails now instead of retrying
-        assert any(p["metadata"]["annotations"]["failclass.io/reason"] == "syntax_error" for p in job_updates if "metadata" in p)
-        marks = [p for kind, _, name, p in api.patches if kind == "pod" and name == pod["metadata"]["name"]]
-        assert marks == [{"metadata": {"annotations": {HANDLED: "no_retry"}}}]
-    assert run_once(api, backend.decide, tmp_path) == []  # handled pods are not decided again
-
-
-def test_the_recorded_failed_job_pod_through_the_loop(tmp_path: Path) -> None:
-    api = FakeApi([RECORDED_POD], RECORDED_LOG)
-    backend = LocalBackend(f"sqlite:///{tmp_path / 'f.db'}", Classifier(), load_policy())
-    (done,) = run_once(api, backend.decide, tmp_path)
-    # An installer timing out names no known failure: one more try, which the Job's own
-    # backoffLimit gives, so the Job is only annotated.
-    assert (done["job"], done["action"]) == ("verrazzano-install-my-verrazzano", "retry")
-    (note,) = done["patches"]
-    assert note["metadata"]["annotations"]["failclass.io/reason"] == "no_signature"
-    assert (
-        "pod",
-        "verrazzano-install",
-        "verrazzano-install-my-verrazzano-p7mqx",
-        {"metadata": {"annotations": {HANDLED: "retry"}}},
-    ) in api.patches
-
-
-def test_an_oom_killed_pod_is_read_from_the_api_status(tmp_path: Path) -> None:
-    """The log of an OOM-killed container says nothing; the API's termination reason does."""
-    api = FakeApi([FAILED_PODS[1][1]], "epoch 3 step 1200 loss 0.41\n")
-    backend = LocalBackend(f"sqlite:///{tmp_path / 'f.db'}", Classifier(), load_policy())
-    (done,) = run_once(api, backend.decide, tmp_path)
-    assert done["action"] == "retry_with_more_resources"
-    assert {"spec": {"backoffLimit": 1}} in done["patches"]
+def classify(pod: dict[str, Any], log: str, classifier: Classifier, tmp_path: Path) -> str:
+    """The reason the classifier gives the container log followed by the API's evidence."""
+    path = tmp_path / "train.log"
+    path.write_text(log + "\n".join(evidence_lines(parse_pod(pod))) + "\n")
+    _, examined = classifier.examine_paths([path])
+    return examined.classification.reason
 
 
 @pytest.mark.parametrize(
-    ("decision", "spec_patches"),
+    ("pod", "reason", "without_evidence"),
     [
-        ({"action": "retry"}, []),
-        ({"action": "no_retry"}, [{"backoffLimit": 3}]),
-        ({"action": "hold"}, [{"suspend": True}]),
-        ({"action": "retry_elsewhere", "exclude_nodes": ["gpu-7"]}, [{"suspend": True}, "affinity", {"suspend": False}]),
-        ({"action": "no_retry", "enforced": False}, []),
+        (OOM_KILLED, "cpu_oom", "no_signature"),
+        (EVICTED, "job_preempted", "no_signature"),
+        (TIMED_OUT, "no_signature", "no_signature"),
+    ],
+    ids=["OOMKilled", "Evicted", "DeadlineExceeded"],
+)
+def test_the_termination_is_evidence(
+    pod: dict[str, Any], reason: str, without_evidence: str, classifier: Classifier, tmp_path: Path
+) -> None:
+    """An OOM kill and an eviction are not in the container's log, only in the API: with
+    the evidence lines they classify as the taxonomy says (OOMKilled: cpu_oom; Evicted:
+    job_preempted; a deadline, like a time limit, names no failure)."""
+    assert classify(pod, OOM_RUN, classifier, tmp_path) == reason
+    lines = evidence_lines(parse_pod(pod))
+    assert not any(line in OOM_RUN for line in lines)
+    bare = tmp_path / "bare.log"
+    bare.write_text(OOM_RUN)
+    _, examined = classifier.examine_paths([bare])
+    assert examined.classification.reason == without_evidence
+
+
+@pytest.mark.parametrize(
+    ("decision", "expected"),
+    [
+        (JobDecision("retry", "r", "m"), []),
+        (JobDecision("no_retry", "r", "m"), [JobChange(backoff_limit=3)]),
+        (JobDecision("retry_with_more_resources", "r", "m"), [JobChange(backoff_limit=3)]),
+        (JobDecision("hold", "r", "m"), [JobChange(suspend=True)]),
+        (
+            JobDecision("retry_elsewhere", "r", "m", exclude_nodes=("gpu-7",)),
+            [JobChange(suspend=True), JobChange(avoid_nodes=("gpu-7",)), JobChange(suspend=False)],
+        ),
+        (JobDecision("no_retry", "r", "m", enforced=False), []),
     ],
 )
-def test_decisions_map_to_job_patches(decision: dict[str, Any], spec_patches: list[Any]) -> None:
-    patches = job_patches({**decision, "explanation": {"reason": "r", "message": "m"}}, {"status": {"failed": 3}})
-    assert patches[0]["metadata"]["annotations"]["failclass.io/decision"] == decision["action"]
-    specs = [p["spec"] for p in patches[1:]]
-    if "affinity" in spec_patches:
-        affinity = specs[1]["template"]["spec"]["affinity"]["nodeAffinity"]
-        terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        assert terms[0]["matchExpressions"][0] == {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gpu-7"]}
-        specs[1] = "affinity"
-    assert specs == spec_patches
+def test_decisions_map_to_job_changes(decision: JobDecision, expected: list[JobChange]) -> None:
+    note, *changes = job_changes(decision, JobState("vision", "train-resnet", 3))
+    assert dict(note.annotations)["failclass.io/decision"] == decision.action
+    assert changes == expected
+
+
+def test_changes_are_merge_patches() -> None:
+    assert JobChange(backoff_limit=2).merge_patch() == {"spec": {"backoffLimit": 2}}
+    assert JobChange(suspend=False).merge_patch() == {"spec": {"suspend": False}}
+    affinity = JobChange(avoid_nodes=("gpu-7",)).merge_patch()["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gpu-7"]}]}]
+    answer = HookAnswer.from_json({"action": "hold", "explanation": {"reason": "cpu_oom", "message": "x" * 5000}})
+    assert len(JobDecision.from_answer(answer).message) == 1000
 
 
 def test_pod_failure_policy_example_follows_the_hook_exit_codes() -> None:
