@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import ROOT
 
 from failclass.adapters.protocol import Answer, Finished, SchedulerAdapter, handle_finished
-from failclass.attempts import Attempt
+from failclass.attempts import Attempt, SchedulerEvidence
 from failclass.hook.backends import LocalBackend
 from failclass.options import ClassifierOptions
 from failclass.policy.config import load_policy
@@ -43,3 +43,26 @@ def test_a_toy_adapter_gets_decisions_and_acts(tmp_path: Path) -> None:
     assert handled[2].done == [] and handled[2].answer.action == "recorded"
     assert handled[2].answer.classification is not None and handled[2].answer.classification["reason"] == "syntax_error"
     assert [a["attempt"] for a in backend.store.job("j-ok")] == [1]
+
+
+def test_the_schedulers_own_evidence_outweighs_an_empty_log(tmp_path: Path) -> None:
+    """A node that died leaves no log line; Slurm's record (tests/data/slurm) says it."""
+    empty = tmp_path / "empty.out"
+    empty.write_text("")
+    lines = (
+        "JobId=3 JobState=COMPLETING Reason=NodeDown ExitCode=0:15 PreemptTime=None",
+        "NodeName=node3 State=DOWN+NOT_RESPONDING Reason=Not responding",
+    )
+    attempt = Attempt("j-node", 1, "toy", nodes=("node2", "node3"), exit_code=0, signal=15)
+    backend = LocalBackend(f"sqlite:///{tmp_path / 's.db'}", ClassifierOptions(no_model=True).build(print), load_policy())
+    plain = backend.decide(Attempt("j-plain", 1, "toy"), [empty])
+    answer = backend.decide(attempt, [empty], SchedulerEvidence("job_preempted", "slurm.node_fail", lines))
+    assert plain.explanation is not None and plain.explanation.reason == "no_signature"
+    assert answer.explanation is not None and (answer.explanation.reason, answer.explanation.rule_id) == (
+        "job_preempted",
+        "slurm.node_fail",
+    )
+    assert answer.action == "retry" and answer.classification is not None
+    assert answer.classification["source"] == "scheduler" and [e["text"] for e in answer.classification["evidence"]] == list(
+        lines
+    )
