@@ -6,6 +6,7 @@ beside it), and pods written here in the API's shape whose ends are the kubelet'
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,18 @@ import yaml
 from conftest import ROOT
 
 from failclass.adapters.kubernetes.changes import JobChange, JobDecision, job_changes
-from failclass.adapters.kubernetes.objects import CLAIMED, JobState, attempt_from_pod, evidence_lines, parse_pod
+from failclass.adapters.kubernetes.objects import (
+    CLAIMED,
+    JobState,
+    attempt_from_pod,
+    evidence_lines,
+    parse_pod,
+    scheduler_evidence,
+)
 from failclass.classifier import Classifier
 from failclass.hook.answer import HookAnswer
-from failclass.hook.backends import EXIT_CODES
+from failclass.hook.backends import EXIT_CODES, LocalBackend
+from failclass.policy.config import load_policy
 
 RECORDED = ROOT / "tests" / "data" / "kubernetes"
 RECORDED_POD = json.loads((RECORDED / "verrazzano_install_job_pod.json").read_text())
@@ -171,3 +180,26 @@ def test_pod_failure_policy_example_follows_the_hook_exit_codes() -> None:
     assert set(rules["FailJob"]["onExitCodes"]["values"]) == fail
     assert set(rules["Count"]["onExitCodes"]["values"]) == count
     assert rules["Ignore"]["onPodConditions"] == [{"type": "DisruptionTarget"}]
+
+
+def test_the_api_names_the_cause_as_scheduler_evidence(tmp_path: Path) -> None:
+    """OOMKilled and Evicted reach the hook as the scheduler's own word, which outranks a
+    log that names nothing (here: the run's output alone, without the evidence lines)."""
+    evidence = {
+        name: scheduler_evidence(parse_pod(pod))
+        for name, pod in (("oom", OOM_KILLED), ("evicted", EVICTED), ("deadline", TIMED_OUT))
+    }
+    assert evidence["deadline"] is None
+    assert evidence["oom"] is not None and (evidence["oom"].reason, evidence["oom"].rule_id) == (
+        "cpu_oom",
+        "kubernetes.oomkilled",
+    )
+    assert evidence["evicted"] is not None and evidence["evicted"].reason == "job_preempted"
+    assert "Reason:       Evicted" in evidence["evicted"].lines
+    log = tmp_path / "train.log"
+    log.write_text(OOM_RUN)
+    backend = LocalBackend(f"sqlite:///{tmp_path / 'f.db'}", Classifier(), load_policy())
+    attempt = attempt_from_pod(parse_pod(OOM_KILLED), 1, (str(log),))
+    answer = backend.decide(attempt, [log], evidence["oom"])
+    assert answer.explanation is not None and answer.explanation.reason == "cpu_oom"
+    assert backend.decide(replace(attempt, job_id="vision/other"), [log], None).explanation.reason == "no_signature"  # type: ignore[union-attr]
