@@ -1,23 +1,23 @@
 """The HTML report in a real headless browser (Debian's chromium over the DevTools
 protocol): what a person sees, read from the rendered DOM and its layout, and a
-screenshot. The page is opened as a file written by `failclass report` and as served by
-GET /v1/report?format=html."""
+screenshot. The page is opened as a file written by `failclass report`; the page served by
+GET /v1/report?format=html is opened by tests/service/test_report_service.py."""
 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from chromium_page import PAGE_FACTS, Browser, chromium
-from conftest import ROOT, run_cli
-from report_weeks import ATTEMPTS, write_manifest
+from conftest import run_cli
+from report_weeks import write_manifest
 
+from failclass.analytics.analysis import FileSource, analyse
+from failclass.analytics.html import to_html
+from failclass.analytics.selection import Selection
 from failclass.matching.taxonomy import builtin_taxonomy
 
 pytestmark = [
@@ -95,40 +95,19 @@ def test_the_report_page_in_a_browser(browser: Browser, tmp_path: Path) -> None:
     assert_not_blank(browser.screenshot(tmp_path / "report.png"))
 
 
+def rendered(tmp_path: Path, selection: Selection) -> Path:
+    """The page for a selection, rendered in this process (faster than the CLI)."""
+    taxonomy = builtin_taxonomy()
+    source = FileSource([write_manifest(tmp_path / "weeks.jsonl")])
+    path = tmp_path / f"report-{len(list(tmp_path.iterdir()))}.html"
+    path.write_text(to_html(analyse(source, selection, taxonomy), taxonomy))
+    return path
+
+
 def test_an_empty_selection_says_so(browser: Browser, tmp_path: Path) -> None:
-    facts = page(browser, html_file(tmp_path, "--user", "nobody").as_uri())
+    facts = page(browser, rendered(tmp_path, Selection(users=("nobody",))).as_uri())
     assert facts["figures"] == [] and facts["tables"] == {}
     assert facts["empty"] == "No attempt matches this selection: nothing to count or draw." and facts["emptyVisible"]
-    passed_only = page(browser, html_file(tmp_path, "--status", "passed").as_uri())
+    passed_only = page(browser, rendered(tmp_path, Selection(statuses=("passed",))).as_uri())
     assert passed_only["figures"] == [] and "No failed attempt in this selection" in passed_only["empty"]
     assert passed_only["tables"]["table6"][1][:2] == ["passed", "2"]
-
-
-def test_the_served_report_in_a_browser(browser: Browser, tmp_path: Path) -> None:
-    from service_server import running_service
-    from test_report_store import LOGS
-
-    with running_service(f"sqlite:///{tmp_path / 'f.db'}", tmp_path) as base:
-        for job, attempt, user, vc, status, start, minutes, gpus, reason in ATTEMPTS:
-            body = {
-                "job_id": job,
-                "attempt": attempt,
-                "user": user,
-                "vc": vc,
-                "status": status,
-                "gpus": gpus,
-                "start_time": start.isoformat(),
-                "end_time": (start + timedelta(minutes=minutes)).isoformat(),
-                "log": (ROOT / LOGS[reason]).read_text(errors="replace"),
-            }
-            response = httpx.post(f"{base}/v1/attempts", json=body, timeout=60)
-            assert response.status_code == 201, response.text
-        facts = page(browser, f"{base}/v1/report?format=html&vc=long&since=2026-11-09&compare_to=previous")
-        json_answer = httpx.get(f"{base}/v1/report", params={"vc": "long", "since": "2026-11-09"}, timeout=30).json()
-    assert "Source: store sqlite:///" in facts["scope"] and "virtual clusters long" in facts["scope"]
-    assert [row[0] for row in facts["tables"]["table7"][1:]] == ["MPI runtime failure", "Job preempted"]
-    assert facts["tables"]["comparison-reasons"][1][:4] == ["MPI runtime failure", "2", "1", "+1"]
-    assert [f["id"] for f in facts["figures"]] == ["rtf", "gpu-time", "repeats-per-user"]
-    assert [r["trials"] for r in json_answer["table7"]] == [2, 1]
-    assert json.dumps(json_answer).count("mpi_runtime_failure") >= 1  # ids stay in the JSON, names on the page
-    assert_not_blank(browser.screenshot(tmp_path / "served.png"))

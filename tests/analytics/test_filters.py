@@ -11,6 +11,11 @@ import pytest
 from conftest import ROOT, run_cli
 from report_weeks import LAST_WEEK_LOST_H, THIS_WEEK_LOST_H, write_manifest
 
+from failclass.analytics.analysis import FileSource, analyse
+from failclass.analytics.selection import parse_comparison, parse_selection
+from failclass.errors import InputError
+from failclass.matching.taxonomy import builtin_taxonomy
+
 THIS_WEEK = ("--since", "2026-11-09", "--until", "2026-11-16")
 
 
@@ -23,6 +28,11 @@ def report(*args: str) -> dict[str, Any]:
 @pytest.fixture
 def manifest(tmp_path: Path) -> str:
     return str(write_manifest(tmp_path / "weeks.jsonl"))
+
+
+@pytest.fixture
+def weeks(manifest: str) -> FileSource:
+    return FileSource([Path(manifest)])
 
 
 def test_this_week_against_last(manifest: str) -> None:
@@ -49,22 +59,30 @@ def test_an_explicit_period_compares_like_previous(manifest: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "attempts", "reasons"),
+    ("selection", "attempts", "reasons"),
     [
-        (("--user", "bob"), 3, {"mpi_runtime_failure": 3}),
-        (("--partition", "short"), 5, {"syntax_error": 3, "gpu_oom": 1}),
-        (("--vc", "short", "--vc", "long", "--user", "ann", "--user", "dee"), 5, {"syntax_error": 3, "gpu_oom": 1}),
-        (("--reason", "syntax_error"), 3, {"syntax_error": 3}),
-        (("--status", "killed"), 1, {"job_preempted": 1}),
-        (("--status", "passed"), 2, {}),
-        (("--user", "ann", *THIS_WEEK), 1, {"syntax_error": 1}),
-        (("--until", "2026-11-04T08:00:00"), 2, {"syntax_error": 2}),  # the attempt ending 12:00 is after
+        ({"users": ["bob"]}, 3, {"mpi_runtime_failure": 3}),
+        ({"vcs": ["short"]}, 5, {"syntax_error": 3, "gpu_oom": 1}),
+        ({"vcs": ["short", "long"], "users": ["ann", "dee"]}, 5, {"syntax_error": 3, "gpu_oom": 1}),
+        ({"reasons": ["syntax_error"]}, 3, {"syntax_error": 3}),
+        ({"statuses": ["killed"]}, 1, {"job_preempted": 1}),
+        ({"statuses": ["passed"]}, 2, {}),
+        ({"users": ["ann"], "since": "2026-11-09", "until": "2026-11-16"}, 1, {"syntax_error": 1}),
+        ({"until": "2026-11-04T08:00:00"}, 2, {"syntax_error": 2}),  # the attempt ending 12:00 is after
     ],
 )
-def test_filters_keep_what_they_name(manifest: str, options: tuple[str, ...], attempts: int, reasons: dict[str, int]) -> None:
-    answer = report(manifest, *options)
-    assert answer["attempts"] == attempts
-    assert {row["reason_id"]: row["trials"] for row in answer["table7"]} == reasons
+def test_filters_keep_what_they_name(
+    weeks: FileSource, selection: dict[str, Any], attempts: int, reasons: dict[str, int]
+) -> None:
+    since, until = selection.pop("since", None), selection.pop("until", None)
+    answer = analyse(weeks, parse_selection(since, until, **selection), builtin_taxonomy()).report
+    assert answer.attempts == attempts
+    assert {row.reason_id: row.trials for row in answer.table7} == reasons
+
+
+def test_the_cli_filters_too(manifest: str) -> None:
+    answer = report(manifest, "--partition", "short", "--user", "ann", "--user", "dee", "--status", "failed")
+    assert {row["reason_id"]: row["trials"] for row in answer["table7"]} == {"syntax_error": 3, "gpu_oom": 1}
 
 
 def test_markdown_shows_the_scope_and_the_deltas(manifest: str) -> None:
@@ -80,13 +98,8 @@ def test_markdown_shows_the_scope_and_the_deltas(manifest: str) -> None:
     ("options", "message"),
     [
         (("--since", "last tuesday"), "neither an ISO 8601 time nor a span"),
-        (("--since", "2026-11-16", "--until", "2026-11-09"), "must come before until"),
-        (("--compare-to", "previous"), "needs --since"),
-        (("--compare-to", "2026-11-01"), "neither 'previous' nor START/END"),
         (("--reason", "gpu_on_fire"), "unknown to the taxonomy: gpu_on_fire"),
         (("--status", "exploded"), "'exploded' is not one of"),
-        (tuple(f"--user=u{i}" for i in range(101)), "at most 100 values"),
-        (("--user", "x" * 201), "at most 200 characters"),
     ],
 )
 def test_bad_filters_are_refused_with_a_reason(manifest: str, options: tuple[str, ...], message: str) -> None:
@@ -95,10 +108,32 @@ def test_bad_filters_are_refused_with_a_reason(manifest: str, options: tuple[str
     assert done.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"since": "2026-11-16", "until": "2026-11-09"}, "must come before until"),
+        ({"statuses": ["exploded"]}, "status: exploded unknown"),
+        ({"users": [f"u{i}" for i in range(101)]}, "at most 100 values"),
+        ({"vcs": ["x" * 201]}, "at most 200 characters"),
+    ],
+)
+def test_bad_selections_are_refused(given: dict[str, Any], message: str) -> None:
+    since, until = given.pop("since", None), given.pop("until", None)
+    with pytest.raises(InputError, match=message):
+        parse_selection(since, until, **given)
+
+
+@pytest.mark.parametrize(
+    ("compare_to", "since", "message"),
+    [("previous", None, "needs --since"), ("2026-11-01", "2026-11-09", "neither 'previous' nor START/END")],
+)
+def test_bad_comparisons_are_refused(compare_to: str, since: str | None, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_comparison(compare_to, parse_selection(since, None))
+
+
 def test_spans_before_now_are_read() -> None:
     from datetime import UTC, datetime, timedelta
-
-    from failclass.analytics.selection import parse_selection
 
     now = datetime(2026, 11, 16, 12, tzinfo=UTC)
     selection = parse_selection("7d", "90m", now=now)

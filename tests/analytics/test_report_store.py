@@ -1,7 +1,7 @@
 """The report's filters and comparison over the store (SQLite and PostgreSQL), where the
 Selection becomes SQL: the same answers as over the manifest of the same attempts, and
 the hand counts of report_weeks.py. The attempts are recorded by the real use case, each
-with a real log of its reason."""
+with a real log of its reason (report_weeks.LOGS)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
-from report_weeks import ATTEMPTS, LAST_WEEK_LOST_H, THIS_WEEK, THIS_WEEK_LOST_H, write_manifest
+from report_weeks import ATTEMPTS, LAST_WEEK_LOST_H, LOGS, THIS_WEEK, THIS_WEEK_LOST_H, write_manifest
 
 from failclass.analytics.analysis import FileSource, StoreSource, analyse
 from failclass.analytics.selection import Selection, parse_comparison, parse_selection
@@ -23,13 +23,6 @@ from failclass.policy.config import load_policy
 from failclass.store.repository import Store
 from failclass.usecases import report_attempt
 
-LOGS = {
-    "syntax_error": "corpora/public/syntax_error/AutoGPTQ_AutoGPTQ_57.log",
-    "mpi_runtime_failure": "corpora/public/mpi_runtime_failure/EleutherAI_lm-evaluation-harness_1404.log",
-    "job_preempted": "corpora/public/job_preempted/Azure_MachineLearningNotebooks_1242.log",
-    "gpu_oom": "corpora/public/gpu_oom/BVLC_caffe_6289.log",
-    None: "corpora/passed/runs/passed__syntax_warnings__0.log",
-}
 SELECTIONS = [
     Selection(),
     parse_selection("2026-11-09", "2026-11-16"),
@@ -87,3 +80,19 @@ def test_the_cli_reads_the_store_with_filters(store: Store, database_url: str) -
     answer = json.loads(done.stdout)
     assert [(r["reason_id"], r["trials"]) for r in answer["table7"]] == [("mpi_runtime_failure", 2)]
     assert answer["scope"]["source"].startswith("store ") and "bob" in answer["scope"]["selection"]
+
+
+def test_the_export_from_the_store_carries_classification_and_decision(store: Store, tmp_path: Path) -> None:
+    from pyarrow import parquet
+
+    from failclass.analytics.export import export
+
+    taxonomy = builtin_taxonomy()
+    analysis = analyse(StoreSource(store, "store"), parse_selection(None, None, users=["bob"]), taxonomy)
+    export(analysis, taxonomy, tmp_path / "out")
+    rows = parquet.read_table(tmp_path / "out" / "attempts.parquet").to_pylist()
+    assert [(r["job_id"], r["attempt"]) for r in rows] == [("a2", 1), ("b2", 1), ("b2", 2)]
+    for row, record in zip(rows, analysis.records, strict=True):
+        assert row["reason"] == "mpi_runtime_failure" and row["classified_by"] == record.source == "signature"
+        assert row["rule_id"] == record.rule_id and row["rule_id"] and 0 < row["confidence"] <= 1
+        assert row["action"] == record.action and row["policy_clause"] == record.clause and row["policy_clause"]
