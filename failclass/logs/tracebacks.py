@@ -11,7 +11,8 @@ not end in Error or Exception (``zipfile.BadZipFile``, ``queue.Empty``,
 ``StopIteration``). A traceback printed behind a prefix no rule file knows (a logger's
 ``[root.train_work] ``, a CSV export's timestamp column) is read through that prefix: the
 text before ``Traceback`` is taken as the shape of the prefix (digits as any number) and
-removed from the lines that follow it.
+removed from the lines that follow it. A frame line with no header before it (an excerpt
+cut after ``Traceback (most recent call last):``) opens a traceback too.
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ def exceptions_in(lines: Iterable[tuple[int, int, str]], strip: Callable[[str], 
             frames, in_traceback = [], True
             unknown_prefix = _prefix_shape(text[: start.start()])
             continue
-        frame = FRAME.match(text) if in_traceback else None
+        frame = FRAME.match(text)
         if frame:
+            if not in_traceback:  # an excerpt cut after its header: a frame opens the traceback
+                frames, in_traceback = [], True
             if len(frames) < MAX_FRAMES:
                 frames.append(Frame(frame["file"], frame["function"]))
             continue

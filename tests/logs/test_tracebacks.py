@@ -93,3 +93,12 @@ def test_a_traceback_behind_an_unknown_prefix_is_read_through_it() -> None:
     client = [r for r in raised if r.name == "ClientError"]
     assert client and client[0].type == "botocore.exceptions.ClientError" and "PutObject" in client[0].message
     assert client[0].frames
+
+
+def test_an_excerpt_cut_after_its_traceback_header_still_has_frames() -> None:
+    """A real excerpt that starts at its first frame: the frames are read, so the save call
+    they pass through decides (a checkpoint write, not a bare IOError)."""
+    log = (ROOT / "corpora/public/model_ckpt_error/farizrahman4u_seq2seq_86.log").read_text()
+    assert "Traceback (most recent call last)" not in log
+    (raised,) = [r for r in exceptions_in(numbered(log), strip) if r.name == "IOError"]
+    assert any(f.function == "save_model" for f in raised.frames)
