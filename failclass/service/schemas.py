@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from failclass.attempts import Attempt
 from failclass.service.fields import NO_NUL, Count, Int32, Name, Node, PathText, RowId, Timestamp
@@ -51,13 +51,13 @@ class LabelIn(BaseModel):
     """An operator's correction: the log and its true reason."""
 
     model_config = ConfigDict(extra="forbid")
-    log: str = Field(min_length=1)
+    log: str = Field(pattern=r"[^ \t\n\r\x0b\x0c]", description="the log text; not only whitespace")
     reason: Annotated[str, Field(min_length=1, max_length=64, pattern=NO_NUL)]
     attempt_id: RowId | None = None
     note: Annotated[str, Field(max_length=2000, pattern=NO_NUL)] = ""
 
 
-READINGS_GIVEN = [
+READINGS_GIVEN: list[JsonValue] = [  # one of the two, not empty
     {"required": ["prometheus"], "properties": {"prometheus": {"minItems": 1}}},
     {"required": ["exposition"], "properties": {"exposition": {"type": "string", "minLength": 1}}},
 ]

@@ -61,6 +61,10 @@ class Store(StoreViews):
     def open(cls, url: str, migrate: bool = True) -> Store:
         return cls(open_engine(url, migrate))
 
+    def has_attempt(self, attempt_id: int) -> bool:
+        with self.sessions() as session:
+            return session.get(AttemptRow, attempt_id) is not None
+
     # -- reporting an attempt ------------------------------------------------------------
 
     def record(

@@ -72,7 +72,7 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(service: 
         "--checks",
         "all",
         "--max-examples",
-        "10",
+        "5",
         "--seed",
         "20261126",
         "--generation-database",

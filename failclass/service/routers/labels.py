@@ -18,6 +18,8 @@ router = APIRouter(prefix="/v1", tags=["labels"], responses=documented(*SENDING)
 def label(body: LabelIn, store: StoreDep, classifier: ClassifierDep, settings: SettingsDep, who: Writer) -> LabelOut:
     """Keep the log under its true reason (one of the taxonomy's reasons; 422 otherwise)."""
     known = set(classifier.ruleset.taxonomy.reasons)
+    if body.attempt_id is not None and not store.has_attempt(body.attempt_id):
+        raise HTTPException(404, f"no attempt {body.attempt_id}")  # before the log is kept: nothing half-done
     try:
         stored = add_text_label(body.log, body.reason, known, settings.labels_dir or labels_dir(), body.note, who or "anonymous")
     except (ConfigError, InputError) as exc:
