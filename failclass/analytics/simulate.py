@@ -23,7 +23,7 @@ import itertools
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +35,7 @@ from failclass.resources import CORPORA, PHILLY
 START = datetime(2017, 10, 1, tzinfo=UTC)  # Philly's trace starts in autumn 2017
 DAYS = 75
 ZIPF = 1.2
+Progress = Callable[[int, int | None], None]  # (attempts drawn, None: the total is known only at the end)
 PASSED_MEDIAN_MIN = 120.0
 LINE = "{time} - train - INFO - Epoch [{epoch}/100] Step [{step}/5000] Loss: {loss:.4f} LR: 0.000300"
 
@@ -150,13 +151,16 @@ def _progress(minutes: float, start: datetime, rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
-def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True) -> Simulation:
+def _unshown(done: int, total: int | None) -> None:
+    """Progress nobody watches."""
+
+
+def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True, on_progress: Progress = _unshown) -> Simulation:
     """Draw the trace; write logs under ``out/logs`` and the manifest ``out/attempts.jsonl``."""
     rng = random.Random(seed)
     excerpts = _excerpts(read_manifest()) if write_logs else {}
-    logs = out / "logs"
     if write_logs:
-        logs.mkdir(parents=True, exist_ok=True)
+        (logs := out / "logs").mkdir(parents=True, exist_ok=True)
     attempts: list[dict[str, Any]] = []
     pool = [f"user{n:03d}" for n in range(max(scaled(max(s.users for s in read_table7()), 1.0), 1))]
     job_number = 0
@@ -181,6 +185,7 @@ def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True) -> 
             path.write_text(_progress(minutes, start, rng) + rng.choice(excerpts[kind]))
             row["log"] = str(path)
         attempts.append(row)
+        on_progress(len(attempts), None)
 
     for stats in read_table7():
         trials, jobs = scaled(stats.trials, fraction), scaled(stats.jobs, fraction)

@@ -162,13 +162,17 @@ class ProgressLine:
 
     EVERY = 10.0
 
-    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+    def __init__(self, total: int, stream: Any = sys.stderr, report: Callable[[int, int], None] | None = None) -> None:
         self.total = total
         self.stream = stream
+        self.report = report  # the caller shows progress itself: (done, total)
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.started = self.last = time.monotonic()
 
     def update(self, done: int, force: bool = False) -> None:
+        if self.report is not None:
+            self.report(done, self.total)
+            return
         now = time.monotonic()
         if not force and now - self.last < (0.2 if self.tty else self.EVERY):
             return
@@ -296,9 +300,11 @@ def run_batch(
     options: ClassifierOptions | None = None,
     progress_stream: Any = sys.stderr,
     executor: Callable[[], AbstractContextManager[Executor]] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Summary:
     """Classify every attempt of ``sources`` into ``out`` (on ``executor``: by default a
-    local pool of ``processes``); resumes what is there."""
+    local pool of ``processes``); resumes what is there. Progress goes to ``on_progress``
+    (done, total) when given, else as lines to ``progress_stream``."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     pattern = re.compile(id_pattern)
@@ -310,7 +316,7 @@ def run_batch(
     summary = Summary()
     pending, summary.skipped_done = pending_attempts(sources, key_of, done_attempts(out / RESULTS), owners)
     collector = AttemptCollector(pending, manifest_facts or {}, out)
-    progress = ProgressLine(len(pending), progress_stream)
+    progress = ProgressLine(len(pending), progress_stream, on_progress)
     run = BatchRun(options or ClassifierOptions(), key_of, collector, progress, summary, 4 * max(processes, 1))
     with (executor or (lambda: local_executor(processes)))() as pool:
         for source in sources:
@@ -321,7 +327,7 @@ def run_batch(
         run.submit(pool)
         run.drain(0)
     progress.update(collector.written, force=True)
-    if progress.tty:
+    if progress.tty and progress.report is None:
         progress_stream.write("\n")
     collector.close()
     summary.attempts = collector.written

@@ -118,8 +118,10 @@ def _export(ctx: click.Context, analysis: Analysis, taxonomy: Taxonomy, folder: 
 def simulate(fraction: float, seed: int, out: Path, no_logs: bool) -> None:
     """Draw a job/attempt trace (and logs) following the Philly study's Tables 7 and 6."""
     from failclass.analytics.simulate import simulate as draw
+    from failclass.cli.progress import progress
 
-    drawn = draw(fraction, seed, out, write_logs=not no_logs)
+    with progress("drawing", "attempts") as advance:
+        drawn = draw(fraction, seed, out, write_logs=not no_logs, on_progress=advance)
     failed = sum(a["reason"] is not None for a in drawn.attempts)
     jobs = len({a["job_id"] for a in drawn.attempts})
     click.echo(f"{len(drawn.attempts)} attempts of {jobs} jobs ({failed} failed) in {out / 'attempts.jsonl'}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from failclass.cli.common import EXIT_INPUT, classifier, input_failure, options
+from failclass.cli.progress import progress
 from failclass.errors import InputError
 from failclass.matching.taxonomy import builtin_taxonomy
 
@@ -61,16 +62,18 @@ def batch(
             input_failure(ctx, exc)
             return
     try:
-        summary = run_batch(
-            list(sources),
-            out,
-            processes,
-            id_pattern or DEFAULT_ID_PATTERN,
-            facts,
-            owners,
-            options=options(ctx),
-            executor=(lambda: dask_executor(scheduler)) if executor == "dask" and scheduler else None,
-        )
+        with progress("classifying", "attempts") as advance:
+            summary = run_batch(
+                list(sources),
+                out,
+                processes,
+                id_pattern or DEFAULT_ID_PATTERN,
+                facts,
+                owners,
+                options=options(ctx),
+                executor=(lambda: dask_executor(scheduler)) if executor == "dask" and scheduler else None,
+                on_progress=advance,
+            )
     except InputError as exc:
         input_failure(ctx, exc)
         return

@@ -9,6 +9,7 @@ import click
 
 from failclass.classifier import Classifier
 from failclass.cli.common import configured, fallback, input_failure, ruleset
+from failclass.cli.progress import progress
 from failclass.errors import ConfigError, InputError
 from failclass.model.artifact import configured_path
 from failclass.model.corpus import MANIFEST, read_manifest, scan_labels
@@ -46,7 +47,8 @@ def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
     out = out or configured_path()[0]
     corpus = configured(lambda: read_manifest(manifest))
     labels = list(scan_labels(labels_dir_ or labels_dir()))
-    metadata = fit(corpus, labels, out)
+    with progress("training", "fits") as advance:
+        metadata = fit(corpus, labels, out, on_progress=advance)
     chosen = next(p for p in metadata["threshold_choice"]["curve"] if p["threshold"] == metadata["threshold"])
     click.echo(
         f"trained on {metadata['trained_on']['logs']} logs ({len(labels)} operator labels), "
@@ -77,12 +79,16 @@ def evaluate_command(ctx: click.Context, split: str, by_repository: bool, manife
     model = fallback(ctx, rules, required=True)
     assert model is not None  # required
     folds: list[dict[str, object]] = []
-    if by_repository:
-        from failclass.model.crossval import cross_validate
+    with progress("evaluating", "logs") as advance:
+        if by_repository:
+            from failclass.model.crossval import cross_validate
 
-        result, folds = configured(lambda: cross_validate(read_manifest(manifest), rules, model.threshold))
-    else:
-        result = configured(lambda: evaluate(read_manifest(manifest), Classifier(rules), Classifier(rules, model=model), split))
+            result, folds = configured(
+                lambda: cross_validate(read_manifest(manifest), rules, model.threshold, on_progress=advance)
+            )
+        else:
+            with_model = Classifier(rules, model=model)
+            result = configured(lambda: evaluate(read_manifest(manifest), Classifier(rules), with_model, split, advance))
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "folds": folds}, indent=1))
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from failclass.classifier import Classifier
@@ -54,9 +54,14 @@ def without_fold(ruleset: RuleSet, fold: int) -> RuleSet:
 
 
 def cross_validate(
-    entries: Sequence[Entry], ruleset: RuleSet, threshold: float, params: dict[str, Any] | None = None
+    entries: Sequence[Entry],
+    ruleset: RuleSet,
+    threshold: float,
+    params: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Evaluation, list[dict[str, Any]]]:
-    """The merged evaluation of every fold, and what each fold held out."""
+    """The merged evaluation of every fold, and what each fold held out; ``on_progress``
+    hears (logs scored, logs) across the folds."""
     development = [e for e in entries if e.split in ("train", "test")]
     parts, folds = [], []
     for fold in range(FOLDS):
@@ -65,7 +70,13 @@ def cross_validate(
         model = FailureTextModel(**(params or {})).fit(texts_of(learn), [e.reason for e in learn])
         rules = without_fold(ruleset, fold)
         loaded = LoadedModel.fitted(model, threshold)
-        parts.append((held, score(held, Classifier(rules), Classifier(rules, model=loaded), f"fold {fold}")))
+        scored = sum(fold_of(e.source) < fold for e in development)  # by the folds before
+
+        def advance(done: int, _: int, before: int = scored) -> None:
+            if on_progress is not None:
+                on_progress(before + done, len(development))
+
+        parts.append((held, score(held, Classifier(rules), Classifier(rules, model=loaded), f"fold {fold}", advance)))
         repositories = {repository_of(e.source) for e in held}
         folds.append(
             {

@@ -10,7 +10,7 @@ logs: the false-fire rate, any answer but "No signature" (goal: 0).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,13 +114,25 @@ class Evaluation:
         }
 
 
-def evaluate(entries: Sequence[Entry], rules_only: Classifier, with_model: Classifier, split: str) -> Evaluation:
+def evaluate(
+    entries: Sequence[Entry],
+    rules_only: Classifier,
+    with_model: Classifier,
+    split: str,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Evaluation:
     """The three configurations on one side of the corpus."""
-    return score([e for e in entries if e.split == split], rules_only, with_model, split)
+    return score([e for e in entries if e.split == split], rules_only, with_model, split, on_progress)
 
 
-def score(chosen: Sequence[Entry], rules_only: Classifier, with_model: Classifier, name: str) -> Evaluation:
-    """The three configurations on ``chosen`` logs."""
+def score(
+    chosen: Sequence[Entry],
+    rules_only: Classifier,
+    with_model: Classifier,
+    name: str,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Evaluation:
+    """The three configurations on ``chosen`` logs; ``on_progress`` hears (logs done, logs)."""
     if with_model.model is None:
         raise ConfigError("evaluation needs a model")
     model = with_model.model.model
@@ -128,7 +140,7 @@ def score(chosen: Sequence[Entry], rules_only: Classifier, with_model: Classifie
     passed = [e for e in chosen if e.outcome == "passed"]
     answers: dict[str, list[str]] = {config: [] for config in CONFIGURATIONS}
     fired: dict[str, list[str]] = {config: [] for config in CONFIGURATIONS}
-    for entry in failed + passed:
+    for done, entry in enumerate(failed + passed, 1):
         path = resolve(entry)
         results = [(c.reason, c.source) for c in (rules_only.classify_path(path), with_model.classify_path(path))]
         results.append((str(model.predict([tail_text(path)])[0]), "model"))
@@ -137,6 +149,8 @@ def score(chosen: Sequence[Entry], rules_only: Classifier, with_model: Classifie
                 answers[config].append(reason)
             elif reason != NO_SIGNATURE:
                 fired[config].append(f"{entry.path} -> {reason} ({source})")
+        if on_progress is not None:
+            on_progress(done, len(failed) + len(passed))
     return Evaluation.of(name, failed, answers, fired, len(passed))
 
 

@@ -10,7 +10,7 @@ of the time. Below it, the model stays silent.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,15 +41,24 @@ def texts_of(entries: Sequence[Entry]) -> list[str]:
     return [tail_text(resolve(entry)) for entry in entries]
 
 
-def cross_validated(texts: list[str], reasons: list[str], groups: list[str], params: dict[str, Any]) -> np.ndarray:
-    """Out-of-fold class probabilities, folds grouped by source."""
+def cross_validated(
+    texts: list[str],
+    reasons: list[str],
+    groups: list[str],
+    params: dict[str, Any],
+    on_progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """Out-of-fold class probabilities, folds grouped by source; ``on_progress`` hears
+    (fits done, FOLDS + 1: the final fit is the last)."""
     classes = sorted(set(reasons))
     probabilities = np.zeros((len(texts), len(classes)))
     folds = GroupKFold(n_splits=FOLDS)
-    for fit_rows, held_rows in folds.split(texts, reasons, groups):
+    for fold, (fit_rows, held_rows) in enumerate(folds.split(texts, reasons, groups), 1):
         model = FailureTextModel(**params).fit([texts[i] for i in fit_rows], [reasons[i] for i in fit_rows])
         columns = [classes.index(c) for c in model.classes_]
         probabilities[np.ix_(held_rows, columns)] = model.predict_proba([texts[i] for i in held_rows])
+        if on_progress is not None:
+            on_progress(fold, FOLDS + 1)
     return probabilities
 
 
@@ -88,20 +97,29 @@ def choose_threshold(points: list[ThresholdPoint]) -> float:
     return FALLBACK_THRESHOLD
 
 
-def train(corpus: list[Entry], labels: list[Entry], out: Path, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Fit, choose the threshold, save; returns the metadata written beside the model."""
+def train(
+    corpus: list[Entry],
+    labels: list[Entry],
+    out: Path,
+    params: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Fit, choose the threshold, save; returns the metadata written beside the model.
+    ``on_progress`` hears (fits done, fits): FOLDS cross-validation fits, then the model's."""
     started = time.monotonic()
     params = params or {}
     used = [e for e in corpus if e.split == "train"] + labels
     texts = texts_of(used)
     reasons = [e.reason for e in used]
     groups = [source_key(e.source) for e in used]
-    probabilities = cross_validated(texts, reasons, groups, params)
+    probabilities = cross_validated(texts, reasons, groups, params, on_progress)
     classes = sorted(set(reasons))
     points = threshold_curve(probabilities, classes, reasons)
     threshold = choose_threshold(points)
     predicted = np.array(classes)[probabilities.argmax(axis=1)]
     model = FailureTextModel(**params).fit(texts, reasons)
+    if on_progress is not None:
+        on_progress(FOLDS + 1, FOLDS + 1)
     facts = {
         "corpus_hash": corpus_hash(used),
         "trained_on": {"logs": len(used), "labels": len(labels), "classes": len(model.classes_)},
