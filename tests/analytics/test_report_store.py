@@ -96,3 +96,10 @@ def test_the_export_from_the_store_carries_classification_and_decision(store: St
         assert row["reason"] == "mpi_runtime_failure" and row["classified_by"] == record.source == "signature"
         assert row["rule_id"] == record.rule_id and row["rule_id"] and 0 < row["confidence"] <= 1
         assert row["action"] == record.action and row["policy_clause"] == record.clause and row["policy_clause"]
+
+
+def test_the_source_names_the_database_without_its_password() -> None:
+    from failclass.analytics.analysis import database_label
+
+    label = database_label("postgresql+psycopg://ops:s3cret@db.example:5432/failclass")
+    assert label == "store postgresql+psycopg://ops:***@db.example:5432/failclass" and "s3cret" not in label
