@@ -11,6 +11,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -171,7 +172,7 @@ def test_the_watch_resumes_and_lists_again_after_410(api: tuple[ApiState, ApiSer
 
 
 def replica(identity: str, kubeconfig: Path, database: Path, log: Path) -> subprocess.Popen[bytes]:
-    command = [str(ROOT / ".venv/bin/failclass"), "hook", "k8s-controller", "--namespace", "training"]
+    command = [sys.executable, "-m", "failclass", "hook", "k8s-controller", "--namespace", "training"]
     command += ["--lease-namespace", "failclass", "--identity", identity, "--database-url", f"sqlite:///{database}"]
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     env.pop("KUBERNETES_SERVICE_HOST", None)

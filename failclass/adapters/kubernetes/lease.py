@@ -80,7 +80,8 @@ class LeaderLease:
         return True
 
     def release(self) -> None:
-        """Give the Lease up on a clean stop, so a follower takes over at once."""
-        if self.leading() and self.observed is not None:
+        """Give the Lease up on a clean stop, so a follower takes over at once (a write of
+        the version last seen: if another replica has taken it since, 409 leaves it be)."""
+        self.renewed_at = float("-inf")
+        if self.observed is not None and self.observed.holder == self.identity:
             self.cluster.write_lease(self.settings.namespace, self.settings.name, replace(self.observed, holder=None))
-            self.renewed_at = float("-inf")
