@@ -68,10 +68,9 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def error_body(status: int, message: str, details: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"status": status, "code": CODES.get(status, "error"), "message": message}
-    if details is not None:
-        body["details"] = details
-    return {"error": body}
+    problems = None if details is None else [Problem.model_validate(d) for d in details]
+    body = ErrorBody(status=status, code=CODES.get(status, "error"), message=message, details=problems)
+    return ErrorOut(error=body).model_dump(exclude_none=True)
 
 
 def error_response(

@@ -3,7 +3,7 @@ the database keeps is bounded to what the database holds (failclass.service.fiel
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -86,7 +86,7 @@ class WasteIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": READINGS_GIVEN})
 
-    prometheus: list[dict[str, Any]] = Field(default_factory=list, max_length=64)  # Prometheus's own JSON, read at the edge
+    prometheus: list[dict[str, JsonValue]] = Field(default_factory=list, max_length=64)  # Prometheus's own JSON
     exposition: str | None = Field(default=None, max_length=8 << 20)
     scraped_at: Timestamp | None = None
     jobs: list[WasteJobIn] = Field(default_factory=list, max_length=100_000)
