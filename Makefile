@@ -33,6 +33,8 @@ test: $(TORCH)
 		(apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null) || true
 	command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null || \
 		(apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null) || true
+	test -x $(VENV)/node/node_modules/.bin/tsc || npm install --silent --no-audit --no-fund --prefix $(VENV)/node \
+		typescript@5.9.3 @grafana/schema@13.2.3 >/dev/null || true  # the dashboard's check against Grafana's schema
 	$(BIN)/python -m pytest -q
 
 # Regenerate the produced corpus (real failing programs; needs gcc, OpenMPI, root for the

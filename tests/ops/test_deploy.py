@@ -4,6 +4,7 @@ Grafana dashboard a check of its structure and of every query with promtool."""
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from deploy_exprs import ALERTS, ROOT, alert_exprs, dashboard, dashboard_exprs, metric_names, panels
+from grafana_schema import TSC, compile_errors
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool missing (Debian's prometheus; `make test` installs it)")
@@ -49,6 +51,27 @@ def test_every_dashboard_query_is_valid_promql(tmp_path: Path) -> None:
     checked = promtool("check", "rules", str(tmp_path / "queries.yml"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{len(exprs)} rules found" in checked.stdout + checked.stderr
+
+
+@pytest.mark.skipif(
+    not TSC.exists(), reason="TypeScript and @grafana/schema missing under .venv/node (`make test` installs them)"
+)
+def test_the_dashboard_fits_grafanas_own_schema(tmp_path: Path) -> None:
+    def broken(mistake: str, value: object) -> dict[str, object]:
+        board = copy.deepcopy(dashboard())
+        timeseries = next(panel for panel in board["panels"] if panel["type"] == "timeseries")
+        place = {"key": board, "enum": timeseries["options"]["legend"], "type": timeseries["gridPos"]}[mistake]
+        place[{"key": "refesh", "enum": "displayMode", "type": "h"}[mistake]] = value
+        return board
+
+    errors = compile_errors(
+        {"shipped": dashboard(), "key": broken("key", "1m"), "enum": broken("enum", "tabel"), "type": broken("type", "8")},
+        tmp_path,
+    )
+    assert errors["shipped"] == [], "\n".join(errors["shipped"])
+    assert "'\"refesh\"' does not exist" in "".join(errors["key"]), errors["key"]
+    assert "'\"tabel\"' is not assignable" in "".join(errors["enum"]), errors["enum"]
+    assert "'string' is not assignable to type 'number'" in "".join(errors["type"]), errors["type"]
 
 
 def test_the_dashboard_is_well_formed() -> None:
