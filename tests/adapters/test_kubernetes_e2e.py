@@ -28,7 +28,10 @@ from kubernetes import config
 from failclass.adapters.kubernetes.cluster import Cluster, WatchExpired
 from failclass.adapters.kubernetes.controller import Controller, swap_handled
 from failclass.adapters.kubernetes.lease import LeaderLease, LeaseSettings
+from failclass.attempts import Attempt, SchedulerEvidence
 from failclass.classifier import Classifier
+from failclass.errors import InputError
+from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import LocalBackend
 from failclass.policy.config import load_policy
 
@@ -235,3 +238,26 @@ def test_two_replicas_decide_a_watched_failure_once(api: tuple[ApiState, ApiServ
         ("batch", "jobs", "patch"),
         ("coordination.k8s.io", "leases", "update"),
     } <= used
+
+
+def test_a_pod_the_hook_refuses_does_not_stop_the_others(api: tuple[ApiState, ApiServer, Path], tmp_path: Path) -> None:
+    _, server, kubeconfig = api
+    fail_pod(server, "train-resnet-r1", {}, {"exitCode": 1, "reason": "Error"}, 1)
+    fail_pod(server, "train-resnet-r2", {}, {"exitCode": 1, "reason": "Error"}, 2)
+    cluster = cluster_for(kubeconfig)
+    lease = LeaderLease(cluster, LeaseSettings("failclass"), "replica-a")
+    assert lease.try_acquire_or_renew()
+    backend = LocalBackend(f"sqlite:///{tmp_path / 'f.db'}", Classifier(), load_policy())
+
+    def decide(attempt: Attempt, logs: list[Path], scheduler: SchedulerEvidence | None) -> HookAnswer:
+        if attempt.attempt == 1:
+            raise InputError(f"{logs[0]}: refused")
+        return backend.decide(attempt, logs, scheduler)
+
+    lines: list[str] = []
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    handled = Controller(cluster, lease, decide, workdir, lines.append).handle(cluster.list_pods()[0])
+    assert [one.finished.handle for one in handled] == ["training/train-resnet-r2"] and len(lines) == 1
+    assert cluster.pod("training", "train-resnet-r1").handled == "claimed replica-a"  # left for an operator to see
+    assert list(workdir.iterdir()) == []  # the logs written for the hook are gone

@@ -1,6 +1,6 @@
 """The API calls the controller makes, through the official client: every call it makes
-is a method here (the RBAC manifest grants exactly these; tests/adapters/
-test_kubernetes_rbac.py checks it)."""
+is a method here (adapters/kubernetes/rbac.yaml grants exactly these; tests/adapters/
+test_kubernetes_manifests.py derives them from this module and checks it)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from failclass.adapters.kubernetes.objects import (
     scheduler_evidence,
 )
 from failclass.adapters.protocol import Answer, Decide, Finished, Handled, handle_finished
+from failclass.errors import InputError
 
 SWAP_TRIES = 5
 FATAL = (401, 403)  # credentials or RBAC: no retry mends them
@@ -111,11 +112,19 @@ class Controller:
         self.watch_s = max(int(lease.settings.renew_deadline_s), 1)
 
     def handle(self, pods: Iterable[FailedPod]) -> list[Handled]:
-        handled = list(handle_finished(KubernetesJobs(self.cluster, self.lease, pods), self.decide, self.workdir))
-        for one in handled:
-            self.report(action_line(one))
-            for path in one.finished.logs:
-                path.unlink(missing_ok=True)
+        """Decide each pod on its own: one the hook refuses (InputError) is reported and
+        stays claimed, and the others go on."""
+        handled: list[Handled] = []
+        for pod in pods:
+            with tempfile.TemporaryDirectory(prefix="pod-", dir=self.workdir) as scratch:  # its logs, gone after
+                try:
+                    done = list(handle_finished(KubernetesJobs(self.cluster, self.lease, [pod]), self.decide, Path(scratch)))
+                except InputError as exc:
+                    print(f"failclass: pod {pod.key}: {exc}", file=sys.stderr)
+                    continue
+            for one in done:
+                self.report(action_line(one))
+            handled += done
         return handled
 
     def _renew(self, stop: threading.Event) -> None:
