@@ -15,6 +15,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from failclass.adapters.kubernetes.changes import JobChange
 from failclass.adapters.kubernetes.objects import HANDLED, FailedPod, JobState, parse_job, parse_pod
 
 LOG_LINES = 20_000  # the end of a container's log: where failures are
@@ -149,9 +150,9 @@ class Cluster:
     def job(self, namespace: str, name: str) -> JobState:
         return parse_job(_json(self.batch.read_namespaced_job(name, namespace, _preload_content=False)))
 
-    def patch_job(self, job: JobState, patch: dict[str, Any]) -> None:
+    def change_job(self, job: JobState, change: JobChange) -> None:
         self.batch.patch_namespaced_job(
-            job.name, job.namespace, patch, _content_type="application/merge-patch+json", _preload_content=False
+            job.name, job.namespace, change.merge_patch(), _content_type="application/merge-patch+json", _preload_content=False
         )
 
     def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:

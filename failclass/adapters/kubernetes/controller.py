@@ -86,12 +86,12 @@ class KubernetesJobs:
         decision = JobDecision.from_answer(answer)
         if not self.lease.leading():
             return []  # the Lease was lost while deciding: the new leader finishes this pod
-        patches = [change.merge_patch() for change in job_changes(decision, job)]
-        for patch in patches:
-            self.cluster.patch_job(job, patch)
+        changes = job_changes(decision, job)
+        for change in changes:
+            self.cluster.change_job(job, change)
         if swap_handled(self.cluster, pod, CLAIMED + self.lease.identity, decision.action) is None:
             print(f"failclass: pod {pod.key}: claim taken over after the Job was changed", file=sys.stderr)
-        return [json.dumps(patch) for patch in patches]
+        return [json.dumps(change.merge_patch()) for change in changes]
 
 
 def action_line(handled: Handled) -> str:
