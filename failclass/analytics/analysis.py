@@ -75,8 +75,8 @@ class Scope:
 
     def data_range(self) -> str:
         if self.first is None or self.last is None:
-            return "no attempt with a time"
-        return f"{self.first.isoformat(timespec='minutes')} to {self.last.isoformat(timespec='minutes')}"
+            return "No attempt has a time"
+        return f"Attempts from {self.first.isoformat(timespec='minutes')} to {self.last.isoformat(timespec='minutes')}"
 
 
 @dataclass(frozen=True)

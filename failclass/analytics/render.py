@@ -31,7 +31,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 def to_markdown(analysis: Analysis) -> str:
     report, scope = analysis.report, analysis.scope
     out = [f"# Failure report: {report.attempts:,} attempts, {report.failed_attempts:,} failed", ""]
-    out += [f"Source: {scope.source}. Selection: {scope.selection}. Attempts from {scope.data_range()}."]
+    out += [f"Source: {scope.source}. Selection: {scope.selection}. {scope.data_range()}."]
     out += [f"Generated {scope.generated.isoformat(timespec='seconds')}.", ""]
     if not report.attempts:
         return "\n".join([*out, "No attempt matches this selection."]) + "\n"

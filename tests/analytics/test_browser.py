@@ -107,6 +107,7 @@ def rendered(tmp_path: Path, selection: Selection) -> Path:
 def test_an_empty_selection_says_so(browser: Browser, tmp_path: Path) -> None:
     facts = page(browser, rendered(tmp_path, Selection(users=("nobody",))).as_uri())
     assert facts["figures"] == [] and facts["tables"] == {}
+    assert "Selection: all time; users nobody. No attempt has a time." in facts["scope"]
     assert facts["empty"] == "No attempt matches this selection: nothing to count or draw." and facts["emptyVisible"]
     passed_only = page(browser, rendered(tmp_path, Selection(statuses=("passed",))).as_uri())
     assert passed_only["figures"] == [] and "No failed attempt in this selection" in passed_only["empty"]
