@@ -85,16 +85,21 @@ class Cluster:
         """Changes after ``resource_version``, for at most ``seconds`` (the server ends the
         watch). Events are read as JSON, not as the client's models: a field the installed
         client does not know must not stop the controller."""
-        response = self._pod_listing()(
-            *self._scope(),
-            label_selector=self.selector,
-            resource_version=resource_version,
-            timeout_seconds=seconds,
-            allow_watch_bookmarks=True,
-            watch=True,
-            _preload_content=False,
-            _request_timeout=seconds + REQUEST_SECONDS,
-        )
+        try:
+            response = self._pod_listing()(
+                *self._scope(),
+                label_selector=self.selector,
+                resource_version=resource_version,
+                timeout_seconds=seconds,
+                allow_watch_bookmarks=True,
+                watch=True,
+                _preload_content=False,
+                _request_timeout=seconds + REQUEST_SECONDS,
+            )
+        except ApiException as exc:  # a server may refuse the version before streaming, too
+            if exc.status == GONE:
+                raise WatchExpired(str(exc.reason)) from exc
+            raise
         try:
             for line in iter_resp_lines(response):
                 event = json.loads(line) if line.strip() else None
