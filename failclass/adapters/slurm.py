@@ -39,7 +39,7 @@ from pathlib import Path
 
 from failclass.adapters.protocol import Answer, Decide, Finished, handle_finished
 from failclass.adapters.slurm_jobs import hostnames, node_gpus
-from failclass.adapters.slurm_state import EVIDENCE, ending_state, scheduler_evidence
+from failclass.adapters.slurm_state import EVIDENCE, ending_state, requeued_by_slurm, scheduler_evidence
 from failclass.attempts import Attempt
 
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -100,13 +100,15 @@ def attempt_from_job(slurm_job: SlurmJob, env: Mapping[str, str], inputs: tuple[
     """The attempt that just ended, from scontrol's view of the job and the epilog's environment."""
     job = slurm_job.fields
     exit_status, _, signal = job.get("ExitCode", "0:0").partition(":")
-    failed = job.get("ExitCode", "0:0") != "0:0" or job.get("Reason", "None") not in ("None", "") or slurm_job.state in EVIDENCE
+    requeued = requeued_by_slurm(job, env)  # then it did not end well, whatever its exit code
+    failed = job.get("ExitCode", "0:0") != "0:0" or job.get("Reason", "None") not in ("None", "") or requeued
+    restarts = env.get("SLURM_JOB_RESTART_COUNT") or job.get("Restarts") or "0"  # the epilog's: this attempt's
     counted = _GPUS.search(job.get("AllocTRES") or job.get("TRES") or job.get("ReqTRES") or "")
     indexed = sum(len(indices) for _, indices in slurm_job.allocation)
     logs = tuple(dict.fromkeys(p for p in (job.get("StdOut"), job.get("StdErr")) if p))
     return Attempt(
         job_id=env.get("SLURM_JOB_ID") or job["JobId"],
-        attempt=int(job.get("Restarts", "0") or 0) + 1,
+        attempt=int(restarts) + 1 if restarts.isdigit() else 1,
         user=env.get("SLURM_JOB_USER") or job.get("UserId", "unknown").split("(")[0],
         vc=job.get("Partition") or "default",
         status="failed" if failed else "passed",
@@ -157,14 +159,17 @@ class Scontrol:
         except RuntimeError:
             return ""
 
-    def act(self, job_id: str, answer: Answer, no_retry: str = "special-exit") -> list[str]:
+    def act(self, job_id: str, answer: Answer, no_retry: str = "special-exit", requeued: bool = False) -> list[str]:
         """Carry out a decision; returns the scontrol commands it ran. The job is put back
-        in the queue first: only then does Slurm accept an update of its comment."""
+        in the queue first: only then does Slurm accept an update of its comment. A job
+        Slurm requeued itself is pending already: it is updated, or held (``hold``)."""
         action = answer.action
         if not answer.enforced:
             return []  # audit: a finished job cannot even take a comment; the store has it
-        if action in REQUEUE:
-            commands = [["requeue", job_id]]
+        if requeued and action not in REQUEUE:
+            commands = [["hold", job_id]]
+        elif action in REQUEUE:
+            commands = [] if requeued else [["requeue", job_id]]
             if action == "retry_elsewhere" and answer.exclude_nodes:
                 commands.append(["update", f"jobid={job_id}", f"ExcNodeList={','.join(answer.exclude_nodes)}"])
             if answer.backoff_seconds:
@@ -186,6 +191,7 @@ class SlurmEpilog:
 
     def __init__(self, job_id: str, env: Mapping[str, str], scontrol: Scontrol) -> None:
         self.job_id, self.env, self.scontrol = job_id, env, scontrol
+        self.requeued = False  # Slurm requeued the job itself (a node failed): it is pending already
 
     def finished(self, workdir: Path) -> Iterator[Finished]:
         job = self.scontrol.show_job(self.job_id)
@@ -194,8 +200,12 @@ class SlurmEpilog:
             print(f"job {self.job_id}: {comment[:120]}; nothing to decide", file=sys.stderr)
             return
         attempt = attempt_from_job(job, self.env, declared_inputs(self.scontrol.batch_script(self.job_id)))
-        print(f"job {self.job_id}: {job.state} on {allocation_text(job) or 'no node'}", file=sys.stderr)
-        evidence = scheduler_evidence(job.fields, self.scontrol.show_nodes(attempt.nodes)) if job.state in EVIDENCE else None
+        self.requeued = requeued_by_slurm(job.fields, self.env)
+        nodes = self.scontrol.show_nodes(attempt.nodes) if self.requeued or job.state in EVIDENCE else []
+        state = ending_state(job.fields, self.requeued, nodes)
+        requeued = " (requeued by Slurm)" if self.requeued else ""
+        print(f"job {self.job_id} attempt {attempt.attempt}: {state}{requeued} on {allocation_text(job)}", file=sys.stderr)
+        evidence = scheduler_evidence(job.fields, nodes, self.requeued)
         logs = [Path(p) for p in attempt.logs if Path(p).is_file()]
         if not logs and evidence:  # Slurm's record is the only log: a node that died may leave none
             logs = [workdir / f"slurm-{self.job_id}-{attempt.attempt}.state"]
@@ -206,7 +216,7 @@ class SlurmEpilog:
         yield Finished(attempt, logs, self.job_id, evidence)
 
     def act(self, finished: Finished, answer: Answer) -> list[str]:
-        return self.scontrol.act(finished.handle, answer, self.env.get(NO_RETRY_ENV, "special-exit"))
+        return self.scontrol.act(finished.handle, answer, self.env.get(NO_RETRY_ENV, "special-exit"), self.requeued)
 
 
 def allocation_text(job: SlurmJob) -> str:

@@ -13,6 +13,12 @@ BOOT_FAIL (a node of the allocation died or never came up) are, like a preemptio
 scheduler taking the resources away from a job that did nothing wrong (job_preempted:
 retried, never spending the budget), whatever the log printed or did not print. TIMEOUT
 names nothing (a time limit is no_signature): the log speaks.
+
+A batch job that may be requeued (Slurm's default) is requeued by Slurm itself when one of
+its nodes fails ("requeue job JobId=1 due to failure of node node2"). Its epilog then
+sees it COMPLETING with Reason=None, ExitCode=0:0 and Restarts already one more than the
+epilog's SLURM_JOB_RESTART_COUNT (measured on 22.05.8): that difference says Slurm
+requeued it, and a DOWN node of its allocation says why.
 """
 
 from __future__ import annotations
@@ -24,12 +30,19 @@ from failclass.attempts import SchedulerEvidence
 EVIDENCE = {"OUT_OF_MEMORY": "cpu_oom", "PREEMPTED": "job_preempted", "NODE_FAIL": "job_preempted", "BOOT_FAIL": "job_preempted"}
 REASON_STATES = {"NodeDown": "NODE_FAIL", "OutOfMemory": "OUT_OF_MEMORY", "TimeLimit": "TIMEOUT"}
 NODE_TROUBLE = ("DOWN", "FAIL", "NOT_RESPONDING")  # node state words (node_state_string) of a failed node
-JOB_KEYS = ("JobId", "JobState", "Reason", "ExitCode", "PreemptTime")
+JOB_KEYS = ("JobId", "JobState", "Reason", "ExitCode", "Restarts", "PreemptTime")
 NODE_KEYS = ("NodeName", "State", "Reason")
 
 
-def ending_state(job: Mapping[str, str]) -> str:
-    """The state the job ends in; for a COMPLETING job, the one its Reason or PreemptTime names."""
+def requeued_by_slurm(job: Mapping[str, str], env: Mapping[str, str]) -> bool:
+    """Slurm put the job back in the queue itself before its epilog ran (see above)."""
+    ran = env.get("SLURM_JOB_RESTART_COUNT", "")
+    return ran.isdigit() and job.get("Restarts", "0").isdigit() and int(job["Restarts"]) > int(ran)
+
+
+def ending_state(job: Mapping[str, str], requeued: bool = False, nodes: Sequence[Mapping[str, str]] = ()) -> str:
+    """The state the job ends in; for a COMPLETING job, the one its Reason or PreemptTime
+    names, or NODE_FAIL for a job Slurm requeued while a node of it is down."""
     state = job.get("JobState", "UNKNOWN")
     if state != "COMPLETING":
         return state
@@ -37,6 +50,8 @@ def ending_state(job: Mapping[str, str]) -> str:
         return REASON_STATES[job["Reason"]]
     if job.get("PreemptTime") not in (None, "", "None"):
         return "PREEMPTED"
+    if requeued and any(troubled(node) for node in nodes):
+        return "NODE_FAIL"
     return state
 
 
@@ -45,10 +60,12 @@ def troubled(node: Mapping[str, str]) -> bool:
     return any(word in node.get("State", "").split("+") for word in NODE_TROUBLE)
 
 
-def scheduler_evidence(job: Mapping[str, str], nodes: Sequence[Mapping[str, str]]) -> SchedulerEvidence | None:
+def scheduler_evidence(
+    job: Mapping[str, str], nodes: Sequence[Mapping[str, str]], requeued: bool = False
+) -> SchedulerEvidence | None:
     """Slurm's word on the cause, if its record names one: the job's state fields and the
     records of the allocation's troubled nodes, keys and values as scontrol printed them."""
-    state = ending_state(job)
+    state = ending_state(job, requeued, nodes)
     reason = EVIDENCE.get(state)
     if reason is None:
         return None

@@ -2,7 +2,8 @@
 when the scheduler names the cause (the node failed, the job ran out of memory, it was
 preempted), that is the root cause (docs/TAXONOMY.md, principle 1) and whatever the log
 printed came after it. Its lines become the evidence, so that a node record among them
-names the node the policy implicates; a log that names the same reason keeps its rule."""
+names the node the policy implicates; a log whose rule names the same reason keeps its
+rule (a model's guess does not: the scheduler's record is firmer)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from failclass.matching.taxonomy import Taxonomy
 def with_scheduler(examined: Examination, scheduler: SchedulerEvidence | None, taxonomy: Taxonomy) -> Examination:
     """The examination, its classification replaced by the scheduler's where that names another reason."""
     found = examined.classification
-    if scheduler is None or scheduler.reason == found.reason:
+    if scheduler is None or (scheduler.reason == found.reason and found.rule_id is not None):
         return examined
     reason = taxonomy[scheduler.reason]
     classification = replace(

@@ -1,6 +1,7 @@
 """End to end against a real three-node Slurm on this one host (three slurmd, as Slurm's
 own test setups run them): a GPU fault on one node of a two-node job sends the rerun
-away from that node, and only that node, and only that node becomes suspect."""
+away from that node, and only that node, and only that node becomes suspect; a node that
+dies under a job is read from Slurm's own record, with nothing in the log."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from conftest import ROOT
 from slurm_cluster import Slurm, ensure_slurm, running_slurm
 
+from failclass.adapters.slurm_jobs import hostnames
 from failclass.store.repository import Store
 
 pytestmark = pytest.mark.e2e
@@ -67,3 +69,34 @@ srun sh -c 'if [ "$SLURMD_NODENAME" = "$BAD" ]; then sed "s/^/$SLURMD_NODENAME: 
     assert first["nodes"][0] in second["nodes"]  # the healthy node of the first run was not excluded
     store = Store.open(f"sqlite:///{slurm.base / 'failclass.db'}")
     assert [entry.node if hasattr(entry, "node") else entry["node"] for entry in store.nodes(24, 1)] == [bad]
+
+
+def test_a_node_that_dies_is_a_node_failure_even_with_nothing_in_the_log(slurm: Slurm) -> None:
+    submitted = slurm.sbatch(
+        """#!/bin/bash
+#SBATCH --job-name=node-dies --nodes=2 --ntasks-per-node=1
+if [ "${SLURM_RESTART_COUNT:-0}" -ge 1 ]; then echo "rerun on $SLURM_JOB_NODELIST"; exit 0; fi
+sleep 120
+"""
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip()
+    deadline = time.monotonic() + 60
+    while (job := slurm.job(job_id)).get("JobState") != "RUNNING":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.3)
+    dying = hostnames(job["NodeList"])[1]
+    slurm.daemons[1 + slurm.nodes.index(dying)].kill()  # its slurmd dies, as a crashed node's would
+    slurm.run("scontrol", "update", f"nodename={dying}", "state=down", "reason=failclass test: slurmd killed")
+    final = slurm.wait_final(job_id, states=("SPECIAL_EXIT",))
+    # Slurm requeued the job itself; the epilog read why from the node's record and said so.
+    first, second = attempts_of(slurm, job_id, 2)
+    assert (first["attempt"], first["status"], second["attempt"], second["status"]) == (1, "failed", 2, "passed")
+    found = first["classification"]
+    assert (found["reason"], found["rule_id"], found["source"]) == ("job_preempted", "slurm.node_fail", "scheduler")
+    assert any(e["text"].startswith(f"NodeName={dying} State=DOWN") for e in found["evidence"]), found["evidence"]
+    assert first["decision"]["action"] == "retry"
+    assert first["decision"]["explanation"]["counters"]["failure_of_signature"] == 1
+    assert final["JobState"] == "COMPLETED" and final["Restarts"] == "1", final
+    assert final["Comment"].startswith("failclass: retry: job_preempted (slurm.node_fail)"), final
+    assert dying not in second["nodes"]

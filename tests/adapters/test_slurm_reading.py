@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from failclass.adapters.slurm import Scontrol, SlurmJob, attempt_from_job, comment_for, declared_inputs
-from failclass.adapters.slurm_state import ending_state, scheduler_evidence
+from failclass.adapters.slurm_state import ending_state, requeued_by_slurm, scheduler_evidence
 from failclass.attempts import Attempt
 from failclass.decision import Decision
 from failclass.history import Failure, History
@@ -77,7 +77,7 @@ def test_slurm_names_the_failed_node_and_the_policy_excludes_only_it() -> None:
     evidence = scheduler_evidence(job.fields, [{"NodeName": "node2", "State": "MIXED"}, down])
     assert evidence is not None and (evidence.reason, evidence.rule_id) == ("job_preempted", "slurm.node_fail")
     assert evidence.lines == (
-        "JobId=3 JobState=COMPLETING Reason=NodeDown ExitCode=0:15 PreemptTime=None",
+        "JobId=3 JobState=COMPLETING Reason=NodeDown ExitCode=0:15 Restarts=0 PreemptTime=None",
         "NodeName=node3 State=DOWN+NOT_RESPONDING Reason=Not responding [root@2026-11-26T21:53:20]",
     )
     assert scheduler_evidence(SlurmJob.parse((SLURM / "show_job_d_multinode_in_epilog.txt").read_text()).fields, []) is None
@@ -124,3 +124,23 @@ def test_each_decision_becomes_scontrol_commands(answer: dict[str, Any], expecte
     left = RecordingScontrol()
     left.act("7", HookAnswer.from_json({**body, "action": "no_retry"}), no_retry="leave-failed")
     assert left.ran == []
+
+
+def test_a_job_slurm_requeued_itself_is_a_failed_attempt_of_a_failed_node() -> None:
+    job = SlurmJob.parse((SLURM / "show_job_d_requeued_by_slurm_in_epilog.txt").read_text())
+    env = {"SLURM_JOB_RESTART_COUNT": "0", "SLURM_JOB_NODELIST": "node[1-2]"}
+    assert requeued_by_slurm(job.fields, env) and not requeued_by_slurm(job.fields, {"SLURM_JOB_RESTART_COUNT": "1"})
+    attempt = attempt_from_job(job, env, ())
+    assert (attempt.attempt, attempt.status, attempt.exit_code) == (1, "failed", 0)  # exit 0:0, yet it did not end well
+    down = {"NodeName": "node2", "State": "DOWN+NOT_RESPONDING", "Reason": "failclass test: slurmd killed"}
+    assert ending_state(job.fields, True, [down]) == "NODE_FAIL" and ending_state(job.fields, True, []) == "COMPLETING"
+    evidence = scheduler_evidence(job.fields, [{"NodeName": "node1", "State": "IDLE"}, down], requeued=True)
+    assert evidence is not None and evidence.rule_id == "slurm.node_fail"
+    assert evidence.lines[1] == "NodeName=node2 State=DOWN+NOT_RESPONDING Reason=failclass test: slurmd killed"
+    # Already pending: a retry only updates it, anything else holds it.
+    retry, stop = RecordingScontrol(), RecordingScontrol()
+    body = {"action": "retry", "backoff_seconds": 3, "explanation": {"reason": "job_preempted", "rule_id": "slurm.node_fail"}}
+    retry.act("1", HookAnswer.from_json(body), requeued=True)
+    stop.act("1", HookAnswer.from_json({**body, "action": "no_retry"}), requeued=True)
+    assert [c[:2] for c in retry.ran] == [("update", "jobid=1"), ("update", "jobid=1")] and retry.ran[0][2] == "StartTime=now+3"
+    assert stop.ran[0] == ("hold", "1")
