@@ -4,7 +4,8 @@ failed pod not yet decided is claimed (its failclass.io/handled annotation, writ
 if the pod is unchanged since read), decided through the hook with its container logs
 and the API's termination evidence, and its Job changed (see changes.py). Replicas
 without the Lease wait; one that takes the Lease over lists again, and finishes pods
-whose claimant lost the Lease mid-way."""
+whose claimant lost the Lease mid-way (the hook gives such a pod the decision already
+recorded for it: the attempt number of a pod is the same whoever asks)."""
 
 from __future__ import annotations
 
