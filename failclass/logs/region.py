@@ -21,9 +21,10 @@ TROUBLE = re.compile(
     r"|invalid|traceback|terminat|nan|overflow|timeout|timed out|exit|core dumped|refused|closed|lost|warn|oom|memory"
 )  # searched in the lowercased line: ten times faster than re.IGNORECASE
 FAILURE = re.compile(
-    r"error|exception|fail|fatal|abort|killed|traceback|denied|cannot|can't|could not|unable|not found|no such"
+    r"error|exception|fail|fatal|abort|traceback|denied|cannot|can't|could not|unable|not found|no such"
     r"|refused|timed out|timeout|core dumped|terminat|out of memory|\boom|evict|preempt|segmentation|rejected|crash"
-)  # stricter than TROUBLE (no warnings, NaN or memory talk): a line that says something failed
+)  # stricter than TROUBLE (no warnings, NaN, memory talk or a bare "Killed", which the guide
+# files as No signature): a line that says something failed
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")

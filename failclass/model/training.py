@@ -24,7 +24,7 @@ from failclass.model.artifact import save
 from failclass.model.corpus import Entry, corpus_hash, resolve, source_key
 from failclass.model.estimator import FailureTextModel
 
-TARGET_PRECISION = 0.9
+TARGET_PRECISION = 0.92  # it replaces a consequence rule that is sometimes right: 0.9 was too low a bar (leave-repository-out)
 FOLDS = 5
 THRESHOLDS = np.round(np.arange(0.30, 0.96, 0.05), 2)
 FALLBACK_THRESHOLD = 0.9
