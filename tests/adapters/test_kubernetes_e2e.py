@@ -225,8 +225,10 @@ def test_two_replicas_decide_a_watched_failure_once(api: tuple[ApiState, ApiServ
         assert pod["metadata"]["annotations"]["failclass.io/handled"] == decided["action"]
     with sqlite3.connect(database) as db:
         recorded = db.execute("SELECT job_id, attempt_no FROM attempts ORDER BY attempt_no").fetchall()
+        (first_logs,) = db.execute("SELECT logs FROM attempts WHERE attempt_no = 1").fetchone()
         (decisions_recorded,) = db.execute("SELECT count(*) FROM decisions").fetchone()
     assert recorded == [(f"training/{JOB}", 1), (f"training/{JOB}", 2)] and decisions_recorded == 2  # one per failure
+    assert json.loads(first_logs) == ["kubernetes://training/train-resnet-q9d4m/train"]  # where the log came from
 
     used = {(a.group, a.resource, a.verb) for a in state.accesses if a.token == CONTROLLER}
     granted = {(r.group, r.resource, verb) for rules in state.roles.values() for r in rules for verb in r.verbs}

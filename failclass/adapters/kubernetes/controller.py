@@ -57,17 +57,19 @@ class KubernetesJobs:
         self.cluster, self.lease, self.pods = cluster, lease, pods
         self.claimed: dict[str, tuple[FailedPod, JobState]] = {}
 
-    def _logs(self, pod: FailedPod, workdir: Path) -> list[Path]:
+    def _logs(self, pod: FailedPod, workdir: Path) -> dict[str, Path]:
+        """The files the hook reads, by where their text came from (kubernetes://namespace/
+        pod/container: what the store records, the same whichever replica asks)."""
         evidence = "\n".join(evidence_lines(pod)) + "\n"
         containers = [end.container for end in pod.failures] or [end.container for end in pod.ends]
         if not containers:
             path = workdir / f"{pod.name}.pod.log"
             path.write_text(evidence)
-            return [path]
-        paths = [workdir / f"{pod.name}.{container}.log" for container in containers]
-        for container, path in zip(containers, paths):
+            return {f"kubernetes://{pod.key}": path}
+        logs = {f"kubernetes://{pod.key}/{container}": workdir / f"{pod.name}.{container}.log" for container in containers}
+        for container, path in zip(containers, logs.values()):
             path.write_text(self.cluster.log(pod, container).rstrip("\n") + "\n" + evidence)
-        return paths
+        return logs
 
     def finished(self, workdir: Path) -> Iterator[Finished]:
         for seen in self.pods:
@@ -79,8 +81,8 @@ class KubernetesJobs:
             job = self.cluster.job(pod.namespace, pod.job)
             logs = self._logs(pod, workdir)
             self.claimed[pod.key] = pod, job
-            attempt = attempt_from_pod(pod, self.cluster.attempt_number(pod), tuple(str(path) for path in logs))
-            yield Finished(attempt, logs, pod.key, scheduler_evidence(pod))
+            attempt = attempt_from_pod(pod, self.cluster.attempt_number(pod), tuple(logs))
+            yield Finished(attempt, list(logs.values()), pod.key, scheduler_evidence(pod))
 
     def act(self, finished: Finished, answer: Answer) -> list[str]:
         pod, job = self.claimed.pop(finished.handle)
