@@ -171,7 +171,9 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
     show_default=True,
     help="print the signals, or carry them out on Slurm (scontrol notify, scancel).",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How the signals are printed."
+)
 @click.pass_context
 def watch_command(
     ctx: click.Context,
