@@ -13,6 +13,10 @@ not end in Error or Exception (``zipfile.BadZipFile``, ``queue.Empty``,
 text before ``Traceback`` is taken as the shape of the prefix (digits as any number) and
 removed from the lines that follow it. A frame line with no header before it (an excerpt
 cut after ``Traceback (most recent call last):``) opens a traceback too.
+
+A C++ exception that ended the process (``terminate called after throwing an instance of
+'gloo::IoException'`` then ``what():  <message>``) is read as one exception too: its type
+with ``::`` written as ``.`` (short name ``IoException``), the ``what()`` text as message.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ TRACEBACK_END = re.compile(
     r"^(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)+[A-Z][A-Za-z0-9_]*"
     r"|StopIteration|StopAsyncIteration|KeyboardInterrupt|SystemExit|GeneratorExit)(?::\s?(?P<message>.*))?$"
 )
+CXX_THROW = re.compile(r"terminate called after throwing an instance of '(?P<type>[A-Za-z_][A-Za-z0-9_:<>, ]*)'")
+CXX_WHAT = re.compile(r"\bwhat\(\):\s*(?P<message>.*)$")
 MAX_PREFIX = 80  # an unknown prefix longer than this is taken for text, not a prefix
 _DIGITS = re.compile(r"[0-9]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
@@ -71,10 +77,18 @@ def exceptions_in(lines: Iterable[tuple[int, int, str]], strip: Callable[[str], 
     frames: list[Frame] = []
     in_traceback = False
     unknown_prefix: re.Pattern[str] | None = None
+    thrown: str | None = None  # the C++ type of a "terminate called" line, until its what()
     for number, offset, raw in lines:
         text = strip(raw).strip()
         if unknown_prefix is not None and (found := unknown_prefix.match(text)):
             text = strip(text[found.end() :]).strip()
+        if (throw := CXX_THROW.search(text)) or thrown is not None:
+            what = CXX_WHAT.search(text) if thrown is not None else None
+            if what is not None and thrown is not None:
+                yield RaisedException(thrown, what["message"].strip(), (), number, offset, raw)
+            thrown = throw["type"].replace("::", ".") if throw else None
+            if throw or what is not None:
+                continue
         start = TRACEBACK_START.search(text)
         if start:
             frames, in_traceback = [], True

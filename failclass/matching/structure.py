@@ -65,9 +65,10 @@ class StructureMatcher:
 
 
 def _lines_database(names: list[str]) -> hyperscan.Database:
-    """Pattern ids below len(names) are the names; then the traceback header and a frame."""
+    """Pattern ids below len(names) are the names; then the traceback header, a frame, and
+    the two lines of a C++ exception that ended the process."""
     expressions = [rb"\b" + re.escape(name.encode()) + rb"\b" for name in names]
-    expressions += [rb"Traceback \(most recent call last\)", rb'File "']
+    expressions += [rb"Traceback \(most recent call last\)", rb'File "', rb"terminate called after throwing", rb"what\(\):"]
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
     return database

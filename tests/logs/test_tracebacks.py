@@ -102,3 +102,21 @@ def test_an_excerpt_cut_after_its_traceback_header_still_has_frames() -> None:
     assert "Traceback (most recent call last)" not in log
     (raised,) = [r for r in exceptions_in(numbered(log), strip) if r.name == "IOError"]
     assert any(f.function == "save_model" for f in raised.frames)
+
+
+def test_a_cxx_exception_that_ended_the_process_is_read_with_its_what_message() -> None:
+    """``terminate called ... 'gloo::IoException'`` then ``what():`` (a real excerpt, behind
+    a CI runner's prefix that no rule file knows) is one exception: type and message."""
+    log = (ROOT / "corpora/public/mpi_runtime_failure/horovod_tf114_gloo_http_store_wait_timeout_50_nodes.log").read_text()
+    (thrown, *_) = [r for r in exceptions_in(numbered(log), strip) if r.name == "IoException"]
+    assert thrown.type == "gloo.IoException" and "Wait timeout" in thrown.message
+    assert "what():" in log.splitlines()[thrown.line - 1]
+
+
+def test_the_cxx_exception_type_decides_over_the_terminate_consequence(classifier: Classifier) -> None:
+    """Principle 1: the gloo I/O failure names the cause; ``terminate called`` (a core-dump
+    consequence) only says how the process died."""
+    log = ROOT / "corpora/public/mpi_runtime_failure/horovod_tf114_gloo_http_store_wait_timeout_50_nodes.log"
+    result = classifier.classify_path(log)
+    assert (result.reason, result.rule_id) == ("mpi_runtime_failure", "mpi_runtime_failure.gloo_io_exception")
+    assert any(r.rule_id == "core_dump.cxx_terminate" for r in result.also_matched)
