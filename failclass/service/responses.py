@@ -9,6 +9,10 @@ from typing import Literal
 
 from pydantic import BaseModel, JsonValue
 
+from failclass.analytics.comparison import Comparison
+from failclass.analytics.repetition import ReasonRepetition
+from failclass.analytics.status import Table6Row
+from failclass.analytics.table7 import Table7Row
 from failclass.decision import ACTIONS
 
 
@@ -167,3 +171,28 @@ class HealthOut(BaseModel):
     model: bool
     auth: bool
     database: str
+
+
+class ReportScope(BaseModel):
+    """What the report covers: its source, the filter in words, the attempts' time range."""
+
+    source: str
+    selection: str
+    first: str | None
+    last: str | None
+    generated: str
+
+
+class ReportOut(BaseModel):
+    """Table 7, Table 6 and repeats per reason over the selection, and the comparison."""
+
+    attempts: int
+    failed_attempts: int
+    jobs: int
+    users: int
+    gpu_hours_lost: float
+    table7: list[Table7Row]
+    table6: list[Table6Row]
+    repetition: list[ReasonRepetition]
+    scope: ReportScope
+    comparison: Comparison | None

@@ -5,7 +5,7 @@ another period; as JSON, Markdown or the HTML page."""
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
@@ -14,6 +14,8 @@ from failclass.analytics.analysis import StoreSource, analyse, database_label
 from failclass.analytics.selection import parse_comparison, parse_selection
 from failclass.errors import InputError
 from failclass.service.deps import ClassifierDep, Reader, SettingsDep, StoreDep
+from failclass.service.errors import READING, documented
+from failclass.service.responses import ReportOut
 
 router = APIRouter(prefix="/v1", tags=["report"])
 PLOTTING = threading.Lock()  # pyplot keeps global state: one page drawn at a time
@@ -21,7 +23,15 @@ PLOTTING = threading.Lock()  # pyplot keeps global state: one page drawn at a ti
 Values = Annotated[list[str], Query()]
 
 
-@router.get("/report", response_model=None)
+PAGES = {
+    200: {
+        "description": "The report: JSON by default, Markdown or the HTML page with `format`",
+        "content": {"text/markdown": {"schema": {"type": "string"}}, "text/html": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("/report", response_model=ReportOut, responses={**PAGES, **documented(*READING)})
 def report(
     store: StoreDep,
     classifier: ClassifierDep,
@@ -35,7 +45,7 @@ def report(
     status: Values = [],  # noqa: B006
     compare_to: Annotated[str | None, Query(description="'previous' or START/END")] = None,
     format: Literal["json", "markdown", "html"] = "json",
-) -> dict[str, Any] | Response:
+) -> ReportOut | Response:
     taxonomy = classifier.ruleset.taxonomy
     try:
         selection = parse_selection(since, until, user, vc, reason, status)
@@ -52,4 +62,4 @@ def report(
         from failclass.analytics.render import to_markdown
 
         return PlainTextResponse(to_markdown(analysis), media_type="text/markdown; charset=utf-8")
-    return analysis.to_dict()
+    return ReportOut.model_validate(analysis.to_dict())
