@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
+from pydantic import JsonValue
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+from failclass.contracts import ClassificationOut, DecisionRecord
 from failclass.store.database import Database
 from failclass.store.models import (
     AttemptRow,
@@ -26,60 +29,6 @@ from failclass.store.models import (
 )
 
 DEFAULT_LIMIT = 100
-
-
-class EvidenceLine(TypedDict):
-    line: int
-    text: str
-
-
-class ClassificationBody(TypedDict):
-    """The classify contract of DESIGN.md, as stored."""
-
-    reason: str
-    reason_name: str
-    categories: list[str]
-    source: str
-    rule_id: str | None
-    why: str
-    confidence: float
-    evidence: list[EvidenceLine]
-    bytes: int
-    lines: int
-
-
-class Explanation(TypedDict):
-    reason: str
-    rule_id: str | None
-    evidence: list[EvidenceLine]
-    policy_clause: str
-    message: str
-    counters: dict[str, Any]  # the policy's counters, as JSON
-
-
-class DecisionEffects(TypedDict):
-    hold: str | None
-    blacklisted_inputs: list[str]
-    suspect_nodes: list[str]
-
-
-class DecisionView(TypedDict):
-    """A stored decision: who and when, then the decision contract as stored."""
-
-    id: int
-    kind: str  # failure | admission
-    job_id: str
-    user: str
-    decided_at: str
-    action: str
-    mode: str
-    enforced: bool
-    backoff_seconds: float | None
-    exclude_nodes: list[str]
-    avoid_gpu_types: list[str]
-    memory_factor: float | None
-    explanation: Explanation
-    effects: DecisionEffects
 
 
 class AttemptView(TypedDict):
@@ -99,15 +48,15 @@ class AttemptView(TypedDict):
     inputs: list[str]
     logs: list[str]
     recorded_at: str
-    classification: ClassificationBody | None
-    decision: DecisionView | None
+    classification: ClassificationOut | None
+    decision: DecisionRecord | None
 
 
 class BlacklistEntry(TypedDict):
     id: int
     path: str
     why: str
-    evidence: dict[str, Any]  # the failures behind it, as JSON
+    evidence: dict[str, JsonValue]  # the failures behind it
     created_at: str
     cleared_at: str | None
     cleared_by: str | None
@@ -117,7 +66,7 @@ class HoldEntry(TypedDict):
     id: int
     user: str
     reason: str
-    evidence: dict[str, Any]  # the failures behind it, as JSON
+    evidence: dict[str, JsonValue]  # the failures behind it
     created_at: str
     released_at: str | None
     released_by: str | None
@@ -174,7 +123,7 @@ class StoreViews(Database):
         action: str | None = None,
         since: datetime | None = None,
         limit: int = DEFAULT_LIMIT,
-    ) -> list[DecisionView]:
+    ) -> list[DecisionRecord]:
         query = select(DecisionRow).order_by(DecisionRow.decided_at.desc(), DecisionRow.id.desc()).limit(limit)
         for column, value in ((DecisionRow.user, user), (DecisionRow.job_id, job_id), (DecisionRow.action, action)):
             if value is not None:
@@ -355,10 +304,10 @@ def stored_attempt(*values: Any) -> StoredAttempt:
     return StoredAttempt(*row)
 
 
-def decision_view(row: DecisionRow) -> DecisionView:
+def decision_view(row: DecisionRow) -> DecisionRecord:
     body = cast(dict[str, Any], row.body)  # the decision contract, stored as JSON
     who = {"id": row.id, "kind": row.kind, "job_id": row.job_id, "user": row.user, "decided_at": row.decided_at.isoformat()}
-    return cast(DecisionView, {**who, **body})
+    return cast(DecisionRecord, {**who, **body})
 
 
 def attempt_view(session: Session, row: AttemptRow) -> AttemptView:
@@ -381,6 +330,6 @@ def attempt_view(session: Session, row: AttemptRow) -> AttemptView:
         inputs=list(row.inputs or ()),
         logs=list(row.logs or ()),
         recorded_at=row.recorded_at.isoformat(),
-        classification=cast(ClassificationBody, classification.body) if classification else None,
+        classification=cast(ClassificationOut, classification.body) if classification else None,
         decision=decision_view(decision) if decision else None,
     )

@@ -4,17 +4,18 @@ POST /v1/admissions (may this submission run?)."""
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Header, HTTPException, Response
 
 from failclass import usecases
 from failclass.attempts import Attempt
+from failclass.contracts import DecisionOut
 from failclass.errors import IdempotencyConflict
 from failclass.service.deps import ClassifierDep, MetricsDep, PolicyDep, StoreDep, Writer
 from failclass.service.errors import SENDING, documented
 from failclass.service.fields import NO_NUL
-from failclass.service.responses import Admitted, AttemptOut, DecisionOut
+from failclass.service.responses import Admitted, AttemptOut
 from failclass.service.schemas import AttemptIn
 from failclass.store.repository import RequestIdentity
 
@@ -77,4 +78,4 @@ def admit(body: AttemptIn, store: StoreDep, policy: PolicyDep, _: Writer) -> Dec
     """At submission: {"action": "admit"}, or the rejection (blacklisted input) or hold
     (the user is on hold for a reason this job failed with) that stops it."""
     answer = usecases.admit_submission(store, _attempt(body), policy)
-    return Admitted.model_validate(answer) if answer["action"] == "admit" else DecisionOut.model_validate(answer)
+    return Admitted.model_validate(answer) if answer["action"] == "admit" else cast(DecisionOut, answer)

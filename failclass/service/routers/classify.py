@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
+from failclass.contracts import ClassificationOut
 from failclass.service.deps import ClassifierDep, MetricsDep, Reader
 from failclass.service.errors import SENDING, documented
-from failclass.service.responses import ClassificationOut
 from failclass.service.schemas import ClassifyIn
 
 router = APIRouter(prefix="/v1", tags=["classify"])
@@ -43,4 +45,4 @@ async def classify(request: Request, classifier: ClassifierDep, metrics: Metrics
         raise HTTPException(415, f"send the log as text/plain, application/octet-stream or JSON, not {kind}")
     result = await run_in_threadpool(classifier.classify_bytes, data)
     metrics.classifications.labels(result.reason, result.source).inc()
-    return ClassificationOut.model_validate(result.to_dict())
+    return cast(ClassificationOut, result.to_dict())  # validated as the response model

@@ -5,7 +5,7 @@ another period; as JSON, Markdown or the HTML page."""
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
@@ -23,7 +23,7 @@ PLOTTING = threading.Lock()  # pyplot keeps global state: one page drawn at a ti
 Values = Annotated[list[str], Query()]
 
 
-PAGES = {
+PAGES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The report: JSON by default, Markdown or the HTML page with `format`",
         "content": {"text/markdown": {"schema": {"type": "string"}}, "text/html": {"schema": {"type": "string"}}},
