@@ -4,26 +4,15 @@ another period, the plots with captions computed from the data, and the tables."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
 from failclass.analytics.analysis import Analysis
 from failclass.analytics.captions import gpu_caption, repeats_caption, rtf_caption
-from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, reason_cells, total_cells
 from failclass.analytics.plots import gpu_time, repeats_per_user, rtf_cdf
-from failclass.analytics.report import (
-    REPEAT_HEADERS,
-    TABLE6_HEADERS,
-    TABLE7_HEADERS,
-    cell,
-    repeat_cells,
-    table6_cells,
-    table7_cells,
-)
+from failclass.analytics.tables import comparison_tables, report_tables
 from failclass.matching.taxonomy import Taxonomy
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -35,18 +24,6 @@ class Figure:
     id: str
     svg: str
     caption: str
-
-
-@dataclass(frozen=True)
-class Table:
-    id: str
-    title: str
-    headers: Sequence[str]
-    rows: list[list[str]]
-
-
-def _table(id: str, title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    return Table(id, title, headers, [[cell(value) for value in row] for row in rows])
 
 
 def _figures(analysis: Analysis, taxonomy: Taxonomy) -> list[Figure]:
@@ -61,28 +38,14 @@ def _figures(analysis: Analysis, taxonomy: Taxonomy) -> list[Figure]:
 
 def to_html(analysis: Analysis, taxonomy: Taxonomy) -> str:
     report = analysis.report
-    tables = [
-        _table("table7", "Failures by reason (Table 7)", TABLE7_HEADERS, table7_cells(report)),
-        _table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)),
-        _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
-    ]
-    comparison = analysis.comparison
-    compared = (
-        [
-            _table("comparison-totals", "Totals", TOTAL_HEADERS, total_cells(comparison)),
-            _table("comparison-reasons", "Per reason", REASON_HEADERS, reason_cells(comparison)),
-        ]
-        if comparison
-        else []
-    )
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined
     )
     return environment.get_template(TEMPLATE).render(
         report=report,
         scope=analysis.scope,
-        comparison=comparison,
-        compared=compared,
+        comparison=analysis.comparison,
+        compared=comparison_tables(analysis.comparison),
         figures=_figures(analysis, taxonomy) if report.failed_attempts else [],
-        tables=tables,
+        tables=report_tables(report),
     )

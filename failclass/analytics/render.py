@@ -5,27 +5,21 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any
 
 from failclass.analytics.analysis import Analysis
-from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, reason_cells, total_cells
-from failclass.analytics.report import (
-    REPEAT_HEADERS,
-    TABLE6_HEADERS,
-    TABLE7_HEADERS,
-    cell,
-    repeat_cells,
-    table6_cells,
-    table7_cells,
-)
 from failclass.analytics.table7 import Table7Row
+from failclass.analytics.tables import Table, comparison_tables, report_tables
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+def _markdown(table: Table, level: str) -> list[str]:
+    lines = [
+        f"{level} {table.title}",
+        "",
+        "| " + " | ".join(table.headers) + " |",
+        "|" + "|".join("---" for _ in table.headers) + "|",
+    ]
+    return lines + ["| " + " | ".join(row) + " |" for row in table.rows] + [""]
 
 
 def to_markdown(analysis: Analysis) -> str:
@@ -37,11 +31,10 @@ def to_markdown(analysis: Analysis) -> str:
         return "\n".join([*out, "No attempt matches this selection."]) + "\n"
     if analysis.comparison:
         out += [f"## Compared with {analysis.comparison.period}", ""]
-        out += [*_table(TOTAL_HEADERS, total_cells(analysis.comparison)), ""]
-        out += [*_table(REASON_HEADERS, reason_cells(analysis.comparison)), ""]
-    out += ["## Failures by reason (Table 7)", "", *_table(TABLE7_HEADERS, table7_cells(report))]
-    out += ["", "## Jobs by final status (Table 6)", "", *_table(TABLE6_HEADERS, table6_cells(report))]
-    out += ["", "## Repeats", "", *_table(REPEAT_HEADERS, repeat_cells(report))]
+        for table in comparison_tables(analysis.comparison):
+            out += _markdown(table, "###")
+    for table in report_tables(report):
+        out += _markdown(table, "##")
     return "\n".join(out) + "\n"
 
 

@@ -1,0 +1,49 @@
+"""The report's tables as cells, once, for every rendering (Markdown, the HTML page)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, Comparison, reason_cells, total_cells
+from failclass.analytics.report import (
+    REPEAT_HEADERS,
+    TABLE6_HEADERS,
+    TABLE7_HEADERS,
+    Report,
+    cell,
+    repeat_cells,
+    table6_cells,
+    table7_cells,
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str
+    title: str
+    headers: Sequence[str]
+    rows: list[list[str]]
+
+
+def _table(id: str, title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
+    return Table(id, title, headers, [[cell(value) for value in row] for row in rows])
+
+
+def report_tables(report: Report) -> list[Table]:
+    """Table 7, Table 6 and the repeats."""
+    return [
+        _table("table7", "Failures by reason (Table 7)", TABLE7_HEADERS, table7_cells(report)),
+        _table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)),
+        _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
+    ]
+
+
+def comparison_tables(comparison: Comparison | None) -> list[Table]:
+    """The totals and the reasons against the compared period (none without one)."""
+    if comparison is None:
+        return []
+    return [
+        _table("comparison-totals", "Totals", TOTAL_HEADERS, total_cells(comparison)),
+        _table("comparison-reasons", "Per reason", REASON_HEADERS, reason_cells(comparison)),
+    ]
