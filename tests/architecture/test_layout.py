@@ -88,3 +88,91 @@ def test_modules_and_functions_stay_small() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{relative}:{node.lineno} {node.name}: {length} lines")
     assert not too_long, too_long
+
+
+# Modules no test imports by name, each with the test that exercises it and a text of that
+# test which shows it does (checked below): commands run as real processes, routes called
+# over HTTP, modules reached through the one that uses them.
+TESTED_THROUGH: dict[str, tuple[str, str]] = {
+    "failclass": ("tests/packaging/test_wheel.py", "--version"),
+    "failclass.__main__": ("tests/packaging/test_wheel.py", "--version"),
+    "failclass.cli.__main__": ("tests/conftest.py", '"-m", "failclass.cli"'),
+    "failclass.cli.analytics": ("tests/analytics/test_simulate.py", '"simulate"'),
+    "failclass.cli.classify": ("tests/cli/test_cli.py", '"classify"'),
+    "failclass.cli.common": ("tests/cli/test_waste.py", "returncode == 1"),
+    "failclass.cli.model": ("tests/model/test_training.py", '"evaluate"'),
+    "failclass.cli.rules": ("tests/cli/test_cli.py", '"lint"'),
+    "failclass.cli.serve": ("tests/service_server.py", '"serve"'),
+    "failclass.adapters.slurm_install": ("tests/hook/test_hook.py", '"slurm-install"'),
+    "failclass.hook.evidence": ("tests/adapters/test_protocol.py", "evidence"),
+    "failclass.analytics.comparison": ("tests/analytics/test_filters.py", "compare"),
+    "failclass.analytics.plots": ("tests/analytics/test_html.py", "<svg"),
+    "failclass.analytics.render": ("tests/analytics/test_report.py", "markdown"),
+    "failclass.analytics.repetition": ("tests/analytics/test_html.py", "repeats"),
+    "failclass.analytics.table7": ("tests/analytics/test_report.py", "table7"),
+    "failclass.analytics.tables": ("tests/service/test_report_service.py", 'format="markdown"'),
+    "failclass.contracts": ("tests/service/test_api_contract.py", "DecisionOut"),
+    "failclass.matching.exceptions": ("tests/logs/test_tracebacks.py", "exception"),
+    "failclass.matching.patterns": ("tests/matching/test_lint.py", "patterns:"),
+    "failclass.matching.safety": ("tests/matching/test_loader.py", "catastrophic"),
+    "failclass.matching.scaffold": ("tests/matching/test_loader.py", '"rules", "new"'),
+    "failclass.matching.structure": ("tests/logs/test_tracebacks.py", "exception"),
+    "failclass.resources": ("tests/packaging/test_wheel.py", "classify"),
+    "failclass.yamlload": ("tests/matching/test_loader.py", "duplicate"),
+    "failclass.waste.formats.nvidia_smi": ("tests/waste/test_formats.py", "nvidia_smi"),
+    "failclass.waste.heatmap": ("tests/cli/test_waste.py", "heat_map"),
+    "failclass.store.database": ("tests/store/test_store.py", "Store.open"),
+    "failclass.store.models": ("tests/store/test_store.py", "idempotency"),
+    "failclass.store.views": ("tests/service/test_service.py", "/v1/jobs"),
+    **{
+        f"failclass.service.{name}": ("tests/service/test_api_contract.py", "schemathesis")
+        for name in ("app", "auth", "deps", "docs", "errors", "fields", "limits", "openapi", "responses", "schemas", "settings")
+    },
+    **{
+        f"failclass.service.routers.{name}": ("tests/service/test_service.py", f"/v1/{path}")
+        for name, path in (
+            ("attempts", "attempts"),
+            ("classify", "classify"),
+            ("history", "jobs"),
+            ("labels", "labels"),
+            ("state", "blacklist"),
+        )
+    },
+}
+
+
+def _has_code(path: Path) -> bool:
+    tree = ast.parse(path.read_text())
+    return any(not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) for node in tree.body)
+
+
+def test_every_module_has_a_test_or_says_which_test_exercises_it() -> None:
+    root = PACKAGE.parent
+    tests = {path: path.read_text() for path in (root / "tests").rglob("*.py")}
+    named = {path.stem for path in tests}
+    every = "\n".join(tests.values())
+    untested, unshown = [], []
+    for name, path in modules():
+        if "migrations" in name or (path.name == "__init__.py" and not _has_code(path)):
+            continue
+        parent, _, leaf = name.rpartition(".")
+        imported = f"import {name}\n" in every or f"from {name} import" in every
+        from_parent = any(
+            leaf in line.split(" import ", 1)[1] for line in every.splitlines() if line.startswith(f"from {parent} import ")
+        )
+        if imported or from_parent or any(stem.startswith(f"test_{leaf}") for stem in named):
+            continue
+        if name not in TESTED_THROUGH:
+            untested.append(name)
+            continue
+        test, shows = TESTED_THROUGH[name]
+        if not (root / test).is_file() or shows not in (root / test).read_text():
+            unshown.append(f"{name}: {test} does not show {shows!r}")
+    assert not untested, f"modules with no test and no stated one (add a test, or a TESTED_THROUGH entry): {untested}"
+    assert not unshown, unshown
+
+
+def test_the_stated_tests_are_needed() -> None:
+    """An entry for a module that a test now imports, or that is gone, is dead weight."""
+    known = {name for name, _ in modules()}
+    assert set(TESTED_THROUGH) <= known, sorted(set(TESTED_THROUGH) - known)
