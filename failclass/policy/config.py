@@ -38,6 +38,10 @@ class ReasonPolicy:
     avoid_same_gpu_type: bool = False
     clause: str = "defaults"  # the most specific layer that set anything
 
+    def under(self, layer: Layer, clause: str) -> ReasonPolicy:
+        """These settings with ``layer`` over them (its values were checked on loading)."""
+        return replace(self, **layer, clause=clause)  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True)
 class Backoff:
@@ -62,6 +66,16 @@ class NodePolicy:
 
 
 REASON_KEYS = {f.name for f in fields(ReasonPolicy)} - {"clause"}
+Setting = str | int | float | bool | None
+Layer = dict[str, Setting]  # the settings one clause of the file sets, over those below it
+
+
+@dataclass(frozen=True)
+class ClusterPolicy:
+    """A virtual cluster's own layers: per reason, then per rule."""
+
+    reasons: dict[str, Layer]
+    rules: dict[str, Layer]
 
 
 @dataclass(frozen=True)
@@ -72,9 +86,9 @@ class PolicyConfig:
     user_window_hours: float
     blacklist: BlacklistPolicy
     nodes: NodePolicy
-    reasons: dict[str, dict[str, Any]]
-    rules: dict[str, dict[str, Any]]
-    virtual_clusters: dict[str, dict[str, dict[str, dict[str, Any]]]]
+    reasons: dict[str, Layer]
+    rules: dict[str, Layer]
+    virtual_clusters: dict[str, ClusterPolicy]
     source: str
 
     def for_failure(self, reason: str, rule_id: str | None, vc: str) -> ReasonPolicy:
@@ -82,18 +96,19 @@ class PolicyConfig:
         layers = [(f"reasons.{reason}", self.reasons.get(reason))]
         if rule_id:
             layers.append((f"rules.{rule_id}", self.rules.get(rule_id)))
-        cluster = self.virtual_clusters.get(vc, {})
-        layers.append((f"virtual_clusters.{vc}.reasons.{reason}", cluster.get("reasons", {}).get(reason)))
-        if rule_id:
-            layers.append((f"virtual_clusters.{vc}.rules.{rule_id}", cluster.get("rules", {}).get(rule_id)))
+        cluster = self.virtual_clusters.get(vc)
+        if cluster:
+            layers.append((f"virtual_clusters.{vc}.reasons.{reason}", cluster.reasons.get(reason)))
+            if rule_id:
+                layers.append((f"virtual_clusters.{vc}.rules.{rule_id}", cluster.rules.get(rule_id)))
         resolved = self.defaults
         for clause, values in layers:
             if values:
-                resolved = replace(resolved, **values, clause=clause)
+                resolved = resolved.under(values, clause)
         return resolved
 
 
-def _reason_values(values: Any, where: str) -> dict[str, Any]:
+def _reason_values(values: Any, where: str) -> Layer:
     if not isinstance(values, dict):
         raise ConfigError(f"{where}: expected a mapping of settings")
     unknown = set(values) - REASON_KEYS
@@ -152,15 +167,16 @@ def load_policy(path: Path | None = None, known_reasons: set[str] | None = None)
         raise ConfigError(f"{source}: reasons unknown to the taxonomy: {sorted(set(reasons) - known_reasons)}")
     clusters = {}
     for vc, block in (data.get("virtual_clusters") or {}).items():
-        clusters[vc] = {
+        layers = {
             part: {
                 k: _reason_values(v, f"{source}: virtual_clusters.{vc}.{part}.{k}") for k, v in (block.get(part) or {}).items()
             }
             for part in ("reasons", "rules")
         }
+        clusters[vc] = ClusterPolicy(layers["reasons"], layers["rules"])
     return PolicyConfig(
         mode=data.get("mode", "enforce"),
-        defaults=ReasonPolicy(**_reason_values(data.get("defaults") or {}, f"{source}: defaults")),
+        defaults=ReasonPolicy().under(_reason_values(data.get("defaults") or {}, f"{source}: defaults"), "defaults"),
         backoff=_section(data, "backoff", Backoff, source),
         user_window_hours=float(data.get("user_window_hours", 168)),
         blacklist=_section(data, "blacklist", BlacklistPolicy, source),
