@@ -46,19 +46,19 @@ def test_shipped_model_was_trained_on_this_corpus(model: LoadedModel) -> None:
 def test_test_side(test_side: Evaluation) -> None:
     rules, both = test_side.scores["rules"], test_side.scores["rules+model"]
     assert len(rules.truth) >= 250 and rules.passed_total >= 8
-    assert rules.accuracy >= 0.88 and rules.macro_f1 >= 0.90  # measured: 0.906, 0.921
-    assert both.accuracy >= rules.accuracy + 0.01  # the model adds (measured: 0.906 -> 0.926)
-    assert len(test_side.model_hurt) <= 2  # measured: 1 (and 7 helped)
+    assert rules.accuracy >= 0.90 and rules.macro_f1 >= 0.92  # measured: 0.923, 0.944
+    assert both.accuracy >= rules.accuracy + 0.01  # the model adds (measured: 0.923 -> 0.946)
+    assert len(test_side.model_hurt) <= 3  # measured: 2 (and 9 helped)
     assert rules.false_fire_rate == both.false_fire_rate == 0.0
-    assert both.no_signature_share <= 0.04
+    assert both.no_signature_share <= 0.03  # measured: 0.017
 
 
 def test_holdout_never_seen_logs(holdout: Evaluation) -> None:
     rules, both = holdout.scores["rules"], holdout.scores["rules+model"]
     assert len(rules.truth) >= 300
-    assert rules.accuracy >= 0.78 and rules.macro_f1 >= 0.79  # measured: 0.793, 0.804
-    assert both.accuracy >= 0.84 and both.macro_f1 >= 0.84  # measured: 0.851, 0.854
-    assert both.no_signature_share <= 0.07  # measured: 0.058
+    assert rules.accuracy >= 0.78 and rules.macro_f1 >= 0.79  # measured: 0.796, 0.808
+    assert both.accuracy >= 0.87 and both.macro_f1 >= 0.86  # measured: 0.883, 0.870
+    assert both.no_signature_share <= 0.03  # measured: 0.015
 
 
 def test_no_answer_of_the_model_on_any_passed_job(with_model: Classifier) -> None:
