@@ -9,6 +9,7 @@ import click
 
 from failclass.analytics.records import STATUSES
 from failclass.cli.common import input_failure
+from failclass.cli.extras import needs
 from failclass.errors import InputError
 from failclass.matching.taxonomy import Taxonomy, builtin_taxonomy
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     help="Also write every table and the attempts (with classification and decision) as Parquet and CSV here.",
 )
 @click.pass_context
+@needs(reaches=("report", "postgres"))
 def report(
     ctx: click.Context,
     manifests: tuple[Path, ...],

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from failclass.cli.common import EXIT_INPUT, classifier, input_failure, options
+from failclass.cli.extras import needs
 from failclass.cli.progress import progress
 from failclass.errors import InputError
 from failclass.matching.taxonomy import builtin_taxonomy
@@ -32,6 +33,7 @@ from failclass.matching.taxonomy import builtin_taxonomy
 @click.option("--id-pattern", help="Regex with groups job (and attempt) over a log's path, when there is no manifest.")
 @click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores")
 @click.pass_context
+@needs("batch")
 def batch(
     ctx: click.Context,
     sources: tuple[str, ...],

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from failclass.attempts import Attempt
 from failclass.cli.common import classifier as build_classifier
+from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError, ServiceRefused
 from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import LocalBackend, RemoteBackend, exit_code
@@ -205,6 +206,7 @@ def hook() -> None:
 @with_options([*submission_options, *attempt_options])
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.pass_context
+@needs(reaches=("postgres",))
 def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
     """Classify the attempt's logs, record, decide; the exit status names the action:
     retry 10, retry_elsewhere 11, retry_with_more_resources 12, no_retry 13, hold 14,
@@ -232,6 +234,7 @@ def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: Backen
 @with_options(submission_options)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_context
+@needs(reaches=("postgres",))
 def admit_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
     """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject); 2 usage error."""
     given = read_facts(facts)
@@ -248,6 +251,7 @@ def admit_command(ctx: click.Context, facts: Any, as_json: bool, choice: Backend
 @hook.command("slurm-epilog")
 @with_backend
 @click.pass_context
+@needs(reaches=("postgres",))
 def slurm_epilog(ctx: click.Context, choice: BackendChoice) -> None:
     """Run by Slurm's EpilogSlurmctld (see `slurm-install`): decide and act with scontrol."""
     from failclass.adapters.slurm import epilog
@@ -268,6 +272,7 @@ def slurm_epilog(ctx: click.Context, choice: BackendChoice) -> None:
     "--identity", envvar="POD_NAME", default=socket.gethostname, help="This replica's name in the Lease [$POD_NAME or the host]."
 )
 @click.pass_context
+@needs("kubernetes", reaches=("postgres",))
 def k8s_controller(
     ctx: click.Context,
     namespace: str | None,

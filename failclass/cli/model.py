@@ -9,6 +9,7 @@ import click
 
 from failclass.classifier import Classifier
 from failclass.cli.common import configured, fallback, input_failure, ruleset
+from failclass.cli.extras import needs
 from failclass.cli.progress import progress
 from failclass.errors import ConfigError, InputError
 from failclass.model.artifact import configured_path
@@ -40,6 +41,7 @@ manifest_option = click.option(
 )
 @manifest_option
 @labels_dir_option
+@needs("train")
 def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
     """Fit the fallback model on the corpus's training side and operators' labels."""
     from failclass.model.training import train as fit  # scikit-learn's model selection loads only here
@@ -71,6 +73,7 @@ def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
 @manifest_option
 @click.option("--json", "as_json", is_flag=True, help="Every figure, the confusion matrix included, as JSON.")
 @click.pass_context
+@needs("train")
 def evaluate_command(ctx: click.Context, split: str, by_repository: bool, manifest: Path, as_json: bool) -> None:
     """Rules alone, rules plus the model, and the model alone, on one side of the corpus."""
     from failclass.model.evaluation import evaluate, render  # scikit-learn's metrics load only here

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from failclass.cli.common import options
+from failclass.cli.extras import needs
 
 
 @click.command()
@@ -25,6 +26,7 @@ from failclass.cli.common import options
 )
 @click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Policy overrides.")
 @click.pass_context
+@needs("service", reaches=("postgres",))
 def serve(
     ctx: click.Context,
     host: str,
@@ -66,6 +68,7 @@ def db() -> None:
 
 @db.command("upgrade")
 @click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="SQLAlchemy URL (default: the service's SQLite file).")
+@needs(reaches=("postgres",))
 def db_upgrade(database_url: str | None) -> None:
     """Apply the schema migrations (the service also does at start)."""
     from failclass.store.migrate import current, upgrade
@@ -85,6 +88,7 @@ def token() -> None:
 @click.argument("name")
 @click.option("--scopes", default="read", show_default=True, help="Comma-separated: read, write.")
 @click.option("--file", "path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The tokens file.")
+@needs("service")
 def token_create(name: str, scopes: str, path: Path) -> None:
     """Create a token; it is printed once, only its SHA-256 is kept."""
     from failclass.service.auth import create_token

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from failclass.cli.common import input_failure
+from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError
 
 
@@ -56,6 +57,7 @@ def waste() -> None:
     "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows in the tables (and timelines in HTML)."
 )
 @click.pass_context
+@needs("waste")
 def report(
     ctx: click.Context,
     signals: tuple[Path, ...],
@@ -111,6 +113,7 @@ def report(
     "--nodes", type=click.IntRange(min=0), default=0, show_default=True, help="8-GPU nodes the jobs share (0: one node per job)."
 )
 @click.option("--days", type=click.FloatRange(min=0.01), default=7.0, show_default=True, help="Days over which the jobs start.")
+@needs("waste")
 def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: int, days: float) -> None:
     """Write a trace with planted waste, calibrated to CloudBrain-I and Gao et al., into FOLDER
     (samples.parquet, jobs.csv, logs/, planted.json)."""
@@ -175,6 +178,7 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How the signals are printed."
 )
 @click.pass_context
+@needs(reaches=("waste",))
 def watch_command(
     ctx: click.Context,
     signals: tuple[Path, ...],

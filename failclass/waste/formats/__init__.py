@@ -9,7 +9,6 @@ from pathlib import Path
 
 from failclass.errors import InputError
 from failclass.waste.formats.nvidia_smi import read_nvidia_smi
-from failclass.waste.formats.parquet import read_parquet
 from failclass.waste.formats.prometheus import read_exposition, read_range_query
 from failclass.waste.samples import GpuSamples, concat
 
@@ -25,6 +24,8 @@ def read_signal(path: Path) -> GpuSamples:
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
     if head.startswith(b"PAR1"):
+        from failclass.waste.formats.parquet import read_parquet  # pyarrow (the waste extra) loads only here
+
         return read_parquet(path)
     if size > MAX_TEXT_BYTES:
         raise InputError(f"{path}: {size:,} bytes of text is over the {MAX_TEXT_BYTES:,} limit; convert it to Parquet")
