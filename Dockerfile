@@ -1,6 +1,11 @@
 # The failclass HTTP service. Build: docker build -t failclass .
 # Run with PostgreSQL: docker compose up (compose.yaml); the entrypoint migrates, then serves.
+# The Kubernetes controller's image (adapters/kubernetes/controller.yaml sets its command):
+#   docker build --build-arg EXTRAS=kubernetes -t failclass-controller .
 FROM python:3.11-slim
+
+# The extras installed with the core (pyproject.toml): the service and its PostgreSQL driver
+ARG EXTRAS=service,postgres
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -10,7 +15,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY failclass ./failclass
-RUN pip install . && rm -rf /src
+RUN pip install ".[${EXTRAS}]" && rm -rf /src
 
 COPY docker/entrypoint.sh /usr/local/bin/failclass-entrypoint
 RUN useradd --create-home --uid 10001 failclass \
