@@ -85,6 +85,7 @@ class Analysis:
     records: list[AttemptRecord]
     scope: Scope
     comparison: Comparison | None
+    categories: dict[str, str]  # the taxonomy's category marks and their names (IF: Infrastructure)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer: the report's tables, then the scope and the comparison."""
@@ -129,4 +130,4 @@ def analyse(
         last=max(times) if times else None,
         generated=now or datetime.now(UTC),
     )
-    return Analysis(report, records, scope, comparison)
+    return Analysis(report, records, scope, comparison, dict(taxonomy.categories))

@@ -47,5 +47,5 @@ def to_html(analysis: Analysis, taxonomy: Taxonomy) -> str:
         comparison=analysis.comparison,
         compared=comparison_tables(analysis.comparison),
         figures=_figures(analysis, taxonomy) if report.failed_attempts else [],
-        tables=report_tables(report),
+        tables=report_tables(report, analysis.categories),
     )

@@ -19,7 +19,8 @@ def _markdown(table: Table, level: str) -> list[str]:
         "| " + " | ".join(table.headers) + " |",
         "|" + "|".join("---" for _ in table.headers) + "|",
     ]
-    return lines + ["| " + " | ".join(row) + " |" for row in table.rows] + [""]
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
+    return lines + ([""] + [table.note] if table.note else []) + [""]
 
 
 def to_markdown(analysis: Analysis) -> str:
@@ -33,7 +34,7 @@ def to_markdown(analysis: Analysis) -> str:
         out += [f"## Compared with {analysis.comparison.period}", ""]
         for table in comparison_tables(analysis.comparison):
             out += _markdown(table, "###")
-    for table in report_tables(report):
+    for table in report_tables(report, analysis.categories):
         out += _markdown(table, "##")
     return "\n".join(out) + "\n"
 

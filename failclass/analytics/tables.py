@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, Comparison, reason_cells, total_cells
 from failclass.analytics.report import (
@@ -24,16 +24,18 @@ class Table:
     title: str
     headers: Sequence[str]
     rows: list[list[str]]
+    note: str = ""  # what the table's marks mean
 
 
 def _table(id: str, title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
     return Table(id, title, headers, [[cell(value) for value in row] for row in rows])
 
 
-def report_tables(report: Report) -> list[Table]:
-    """Table 7, Table 6 and the repeats."""
+def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
+    """Table 7 (its category marks spelt out below it), Table 6 and the repeats."""
+    marks = "cat.: " + ", ".join(f"{mark} {name}" for mark, name in categories.items())
     return [
-        _table("table7", "Failures by reason (Table 7)", TABLE7_HEADERS, table7_cells(report)),
+        replace(_table("table7", "Failures by reason (Table 7)", TABLE7_HEADERS, table7_cells(report)), note=marks),
         _table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)),
         _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
     ]

@@ -79,6 +79,7 @@ def test_the_page_has_no_fixed_claim_and_no_ids() -> None:
     assert ">gpu_oom<" not in page and ">mpi_runtime_failure<" not in page
     assert ">GPU out of memory<" in page and "GPU-min" not in page
     assert 'Source: <span id="source">listed in the test</span>' in page
+    assert '<p class="note">cat.: IF Infrastructure, AE AI Engine, U User</p>' in page  # marks spelt out
 
 
 @pytest.mark.parametrize(

@@ -73,6 +73,7 @@ def test_markdown_and_csv(tmp_path: Path) -> None:
     markdown = run_cli("report", str(path)).stdout
     assert markdown.startswith("# Failure report: 9 attempts, 7 failed")
     assert "| Syntax error | AE;U | 3 | 2 | 1 |" in markdown
+    assert "cat.: IF Infrastructure, AE AI Engine, U User" in markdown
     rows = run_cli("report", str(path), "--format", "csv").stdout.splitlines()
     assert rows[0].startswith("reason_id,reason_name,categories,trials") and len(rows) == 5
 
