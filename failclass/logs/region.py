@@ -25,6 +25,10 @@ FAILURE = re.compile(
     r"|refused|timed out|timeout|core dumped|terminat|out of memory|\boom|evict|preempt|segmentation|rejected|crash"
 )  # stricter than TROUBLE (no warnings, NaN, memory talk or a bare "Killed", which the guide
 # files as No signature): a line that says something failed
+NO_CAUSE = re.compile(
+    r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
+)  # Slurm ending a job on its time limit or a cancellation that names no cause: the guide files
+# these as No signature, so they are no failure line either
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")
@@ -57,7 +61,8 @@ def region_indices(lines: Sequence[str]) -> list[int]:
 def shows_failure(lines: Sequence[str]) -> bool:
     """Whether some line of the region says that something failed (principle 6 of the
     labelling guide: a log with no failure line at all is "No signature")."""
-    return any(FAILURE.search(segment(line).lower()) for line in lines)
+    said = (segment(line).lower() for line in lines)
+    return any(FAILURE.search(line) and not NO_CAUSE.search(line) for line in said)
 
 
 def region_lines(text: str) -> list[str]:

@@ -181,3 +181,19 @@ def test_below_its_threshold_the_model_speaks_only_where_no_rule_fired_on_a_fail
     quiet = b"epoch 1 loss 0.52\nepoch 2 loss 0.31\nsaving model to out/model.pt\n"
     assert shows_failure([line.decode() for line in quiet.splitlines()]) is False
     assert with_model.classify_bytes(quiet).source == "none"
+
+
+def test_a_time_limit_or_a_causeless_cancellation_is_no_failure_line_but_a_preemption_is() -> None:
+    """The guide files a job that Slurm ended on its time limit, or cancelled with no cause,
+    as No signature: the model's low threshold must not take those lines for a failure.
+    Real lines (github.com/Lightning-AI/pytorch-lightning/issues/20542,
+    github.com/facebookincubator/submitit/issues/1677, github.com/SystemsGenetics/GEMmaker/pull/242)."""
+    time_limit = [
+        "slurmstepd: error: *** STEP 55595933.0 ON maestro-3017 CANCELLED AT 2025-01-10T15:27:25 DUE TO TIME LIMIT ***",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+    ]
+    cancelled = ["slurmstepd: error: *** JOB 71613 ON rack-iscb-36 CANCELLED AT 2022-03-31T21:25:40 ***"]
+    preempted = ["slurmstepd: error: *** JOB 32391783 ON cn119 CANCELLED AT 2021-06-18T13:05:36 DUE TO PREEMPTION ***"]
+    assert not shows_failure(time_limit) and not shows_failure(cancelled)
+    assert shows_failure(preempted)
+    assert shows_failure([*time_limit, "RuntimeError: CUDA error: an illegal memory access was encountered"])
