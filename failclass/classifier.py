@@ -7,9 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
 from failclass.logs.region import FINAL_LINES, region_indices, segment, shows_failure
-from failclass.logs.text import EVIDENCE_CHARS, BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
+from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
 from failclass.matching.rules import RuleSet, load_rules
@@ -17,7 +18,6 @@ from failclass.matching.structure import StructureMatcher
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.model.artifact import LoadedModel
 
-MAX_EVIDENCE_LINES = 5
 # When no rule fired at all, "No signature" is almost always wrong for a log that ends on a
 # failure line: the model then speaks from this confidence on, below its own threshold
 # (leave-repository-out, it cuts the failed logs answered "No signature" from 7% to 2%; passed runs,
@@ -30,9 +30,9 @@ MODEL_WHY = (
 
 
 def evidence_cut(text: str) -> str:
-    """A model evidence line as readable as a signature's: stripped, at most EVIDENCE_CHARS."""
+    """A model evidence line as readable as a signature's: stripped, at most LIMITS.evidence_chars."""
     text = text.strip()
-    return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
+    return text if len(text) <= LIMITS.evidence_chars else text[: LIMITS.evidence_chars - 1] + "…"
 
 
 def signature_confidence(priority: int) -> float:
@@ -216,7 +216,7 @@ class Classifier:
 
     def _signature(self, winner: Candidate, scan: ScanResult, size: int, ranking: Ranking) -> Classification:
         lines = {hit.line: hit.text for hit in winner.hits}
-        evidence = tuple(Evidence(n, text) for n, text in sorted(lines.items())[:MAX_EVIDENCE_LINES])
+        evidence = tuple(Evidence(n, text) for n, text in sorted(lines.items())[: LIMITS.evidence_lines])
         confidence = signature_confidence(winner.rule.priority)
         return self._classification(
             winner.rule.reason, "signature", winner.rule.id, confidence, evidence, scan, size, ranking.others

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from failclass.store.views import StoredAttempt
 
 REQUIRED = ("job_id", "user", "status")
-STATUSES = ("passed", "failed", "killed", "unsuccessful")
 UNKNOWN_USER = "unknown"  # batch results without a manifest: whose attempt it was is not known
 
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from failclass.analytics.records import STATUSES, AttemptRecord
+from failclass.analytics.records import AttemptRecord
+from failclass.attempts import STATUSES
 from failclass.errors import InputError
 from failclass.matching.taxonomy import Taxonomy
 

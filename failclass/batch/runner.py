@@ -35,11 +35,11 @@ from typing import Any, Protocol
 
 from failclass.classifier import Classifier, Examination
 from failclass.errors import DamagedMember, InputError
+from failclass.limits import LIMITS
 from failclass.logs.archives import Member, members
 from failclass.options import ClassifierOptions, build_quietly
 
 DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
-IN_MEMORY_BYTES = 64 << 20  # larger members are classified in the main process, streaming
 CHUNK_MEMBERS = 64  # members per task: a task's overhead is paid once per chunk
 CHUNK_BYTES = 16 << 20  # and a chunk stays small enough to ship
 RESULTS = "results.jsonl"
@@ -232,7 +232,7 @@ class BatchRun:
         """Send one member to the executor (a large one is classified here, streaming)."""
         self.summary.members += 1
         try:
-            if member.size is not None and member.size > IN_MEMORY_BYTES:
+            if member.size is not None and member.size > LIMITS.batch_in_memory_bytes:
                 local = worker_classifier(self.options)
                 self.collector.add(key, member.name, _summarise(local, local.examine_stream(stream)))
                 self.summary.bytes += member.size

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from failclass.analytics.records import STATUSES
+from failclass.attempts import STATUSES
 from failclass.cli.common import input_failure
 from failclass.cli.extras import needs
 from failclass.errors import InputError

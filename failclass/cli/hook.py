@@ -12,26 +12,29 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
 
 from failclass.attempts import Attempt
 from failclass.cli.common import classifier as build_classifier
 from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError, ServiceRefused
 from failclass.hook.answer import HookAnswer
-from failclass.hook.backends import LocalBackend, RemoteBackend, exit_code
+from failclass.hook.backends import LocalBackend, exit_code
+from failclass.limits import LIMITS
 from failclass.policy.config import load_policy
-from failclass.service.fields import INT32_MAX, INT32_MIN
-from failclass.service.schemas import AttemptIn
+
+if TYPE_CHECKING:
+    from failclass.hook.remote import RemoteBackend
+
+    Backend = LocalBackend | RemoteBackend
 
 INTEGER_FACTS = ("attempt", "gpus", "exit_code", "signal")  # JSON numbers, never strings
 
 TOKEN_ENV = ("FAILCLASS_TOKEN", "FAILCLASS_SERVICE_TOKEN")  # the second: the name slurm-install wrote before
 TIMES = click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])
-INT32 = click.IntRange(INT32_MIN, INT32_MAX)  # what the store's INTEGER columns hold
+INT32 = click.IntRange(LIMITS.int32_min, LIMITS.int32_max)  # what the store's INTEGER columns hold
 
 backend_options = [
     click.option("--service-url", envvar="FAILCLASS_SERVICE_URL", help="A failclass service; default: the local store."),
@@ -61,12 +64,12 @@ submission_options = [
     click.option("--job-id", help="The scheduler's job id."),
     click.option("--user", help="The job's user."),
     click.option("--vc", help="Virtual cluster or partition (default: default)."),
-    click.option("--gpus", type=click.IntRange(0, INT32_MAX), help="GPUs the job holds."),
+    click.option("--gpus", type=click.IntRange(0, LIMITS.int32_max), help="GPUs the job holds."),
     click.option("--gpu-type", help="GPU model, as the scheduler names it."),
     click.option("--input", "inputs", multiple=True, help="A declared input path (repeatable)."),
 ]
 attempt_options = [
-    click.option("--attempt", "attempt_no", type=click.IntRange(1, INT32_MAX), help="Attempt number (default: the next)."),
+    click.option("--attempt", "attempt_no", type=click.IntRange(1, LIMITS.int32_max), help="Attempt number (default: the next)."),
     click.option("--node", "nodes", multiple=True, help="A node of the attempt's allocation (repeatable)."),
     click.option("--exit-code", type=INT32, help="The attempt's exit status."),
     click.option("--signal", type=INT32, help="The signal that ended it, if any."),
@@ -100,7 +103,7 @@ def read_facts(facts: Any) -> dict[str, Any]:
     return loaded
 
 
-def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: LocalBackend | RemoteBackend) -> Attempt:
+def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: Backend) -> Attempt:
     """The facts and the options (which win), checked as the service checks a request
     (failclass.service.schemas.AttemptIn: types, ranges the store holds, no NUL);
     every problem is a usage error (exit 2)."""
@@ -118,6 +121,10 @@ def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: LocalBa
         raise click.UsageError("the attempt needs --job-id and --user (or both in --facts)")
     if not merged.get("attempt"):
         merged["attempt"] = chosen.next_attempt(str(merged["job_id"]))
+    from pydantic import ValidationError
+
+    from failclass.service.schemas import AttemptIn  # the service's own check, loaded when used
+
     try:
         checked = AttemptIn.model_validate(merged)
     except ValidationError as exc:
@@ -162,13 +169,15 @@ class BackendChoice:
             raise click.UsageError(f"--token-file: {self.token_file} is empty")
         return token
 
-    def open(self, ctx: click.Context) -> LocalBackend | RemoteBackend:
+    def open(self, ctx: click.Context) -> Backend:
         try:
             policy = load_policy(self.policy_file)
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         classifier = build_classifier(ctx, with_model=True)
         if self.service_url:
+            from failclass.hook.remote import RemoteBackend  # httpx loads only for a remote service
+
             return RemoteBackend(self.service_url, self.api_token(), self.timeout, classifier, policy)
         from failclass.store.repository import default_database_url
 

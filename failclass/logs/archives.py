@@ -5,9 +5,9 @@ to disk, and every member passes the same guards:
 - names: absolute paths, ``..`` components and NUL bytes are refused; names that are not
   UTF-8 are kept with their bytes escaped (surrogateescape), shown escaped;
 - kinds: only regular files; symlinks, hard links, devices and fifos are skipped;
-- sizes: a member may not grow beyond MAX_MEMBER_BYTES uncompressed, nor beyond
-  MAX_RATIO times its compressed size in a zip (bombs), nor a single compressed log
-  beyond MAX_MEMBER_BYTES; reading stops there and the member is reported as damaged.
+- sizes: a member may not grow beyond LIMITS.archive_member_bytes uncompressed, nor beyond
+  LIMITS.zip_ratio times its compressed size in a zip (bombs), nor a single compressed log
+  beyond LIMITS.archive_member_bytes; reading stops there and the member is reported as damaged.
 
 A damaged member (truncated, corrupt, too big) is reported with its reason and skipped;
 the walk goes on. A damaged archive stops at the damage, with what came before kept.
@@ -31,11 +31,10 @@ import fsspec
 import zstandard
 
 from failclass.errors import DamagedMember
+from failclass.limits import LIMITS
 from failclass.logs.text import Readable
 
 READ_ERRORS = (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, zstandard.ZstdError)
-MAX_MEMBER_BYTES = 2 << 30
-MAX_RATIO = 1000
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tzst")
 
 
@@ -115,7 +114,7 @@ def members(source: str | Path, errors: list[str]) -> Iterator[tuple[Member, Lim
         for found in sorted(fs.find(root)):
             relative = found[len(root.rstrip("/")) + 1 :]
             with fs.open(found, "rb") as handle:
-                yield Member(text, relative, fs.size(found)), Limited(handle, MAX_MEMBER_BYTES, relative)
+                yield Member(text, relative, fs.size(found)), Limited(handle, LIMITS.archive_member_bytes, relative)
         return
     what = kind(root)
 
@@ -136,7 +135,10 @@ def members(source: str | Path, errors: list[str]) -> Iterator[tuple[Member, Lim
             else:
                 stream = raw
             plain = name.rsplit(".", 1)[0] if what != "file" else name
-            yield Member(text, plain, None if what != "file" else fs.size(root)), Limited(stream, MAX_MEMBER_BYTES, plain)
+            yield (
+                Member(text, plain, None if what != "file" else fs.size(root)),
+                Limited(stream, LIMITS.archive_member_bytes, plain),
+            )
 
 
 def _local_directory(path: Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
@@ -151,7 +153,7 @@ def _local_directory(path: Path, errors: list[str]) -> Iterator[tuple[Member, Li
                 errors.append(f"{source}::{relative}: skipped: not a regular file")
                 continue
             with full.open("rb") as stream:
-                yield Member(source, relative, full.stat().st_size), Limited(stream, MAX_MEMBER_BYTES, relative)
+                yield Member(source, relative, full.stat().st_size), Limited(stream, LIMITS.archive_member_bytes, relative)
 
 
 def _tar_members(source: str, opener: Opener, zstd: bool, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
@@ -168,7 +170,10 @@ def _tar_members(source: str, opener: Opener, zstd: bool, errors: list[str]) -> 
                     elif not info.isfile():
                         errors.append(f"{source}::{name}: skipped: not a regular file ({_tar_kind(info)})")
                     elif (member := archive.extractfile(info)) is not None:
-                        yield Member(source, name, info.size), Limited(member, min(info.size, MAX_MEMBER_BYTES) + 1, name)
+                        yield (
+                            Member(source, name, info.size),
+                            Limited(member, min(info.size, LIMITS.archive_member_bytes) + 1, name),
+                        )
     except READ_ERRORS as exc:
         errors.append(f"{source}: damaged or unreadable tar archive, stopped there: {exc}")
 
@@ -197,7 +202,7 @@ def _zip_members(source: str, opener: Opener, errors: list[str]) -> Iterator[tup
                 if not info.is_dir():
                     errors.append(f"{source}::{name}: skipped: not a regular file (symlink)")
                 continue
-            limit = min(MAX_MEMBER_BYTES, max(info.compress_size, 1) * MAX_RATIO)
+            limit = min(LIMITS.archive_member_bytes, max(info.compress_size, 1) * LIMITS.zip_ratio)
             try:
                 with archive.open(info) as stream:
                     yield Member(source, name, info.file_size), Limited(stream, limit, name)

@@ -1,6 +1,6 @@
 """The failure region of a log: the lines the fallback model reads, and quotes.
 
-Of the last REGION_LINES non-blank lines, those that sound like trouble (error, killed,
+Of the last LIMITS.region_lines non-blank lines, those that sound like trouble (error, killed,
 denied, NaN, ...) and the last FINAL_LINES whatever they say; progress lines before the
 failure are left out (they carried no signal and diluted the rest: 2 points of
 cross-validated accuracy on the corpus). A line rewritten with carriage returns (a
@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-REGION_LINES = 150
+from failclass.limits import LIMITS
+
 FINAL_LINES = 15
 LINE_CHARS = 400
 TROUBLE = re.compile(
@@ -51,7 +52,7 @@ def region_indices(lines: Sequence[str]) -> list[int]:
     for index in range(len(lines) - 1, -1, -1):
         if segment(lines[index]).strip():
             recent.append(index)
-            if len(recent) == REGION_LINES:
+            if len(recent) == LIMITS.region_lines:
                 break
     recent.reverse()
     final = len(recent) - FINAL_LINES

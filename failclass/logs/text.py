@@ -21,10 +21,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from failclass.errors import InputError
+from failclass.limits import LIMITS
 
-BLOCK_SIZE = 1 << 20
-TAIL_BYTES = 64 << 10  # what the fallback model may read: the end of the log
-EVIDENCE_CHARS = 600
 GZIP_MAGIC = b"\x1f\x8b"
 ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
@@ -75,7 +73,7 @@ class BlockReader:
     """Iterate over ANSI-free blocks of a stream, counting the raw bytes read.
     A read error (a truncated gzip member, an I/O error) becomes InputError."""
 
-    def __init__(self, stream: BinaryIO, block_size: int = BLOCK_SIZE) -> None:
+    def __init__(self, stream: BinaryIO, block_size: int = LIMITS.read_block_bytes) -> None:
         self.stream = stream
         self.block_size = block_size
         self.bytes_read = 0
@@ -96,7 +94,7 @@ class BlockReader:
 class Tail:
     """The last ``size`` bytes of a stream of blocks, kept while the blocks pass through."""
 
-    def __init__(self, size: int = TAIL_BYTES) -> None:
+    def __init__(self, size: int = LIMITS.model_tail_bytes) -> None:
         self.size = size
         self.data = b""
         self.seen = 0
@@ -147,7 +145,7 @@ def tail_text(path: Path) -> str:
     return b"\n".join(lines).decode("utf-8", "replace")
 
 
-def blocks_of_text(data: bytes | str, block_size: int = BLOCK_SIZE) -> BlockReader:
+def blocks_of_text(data: bytes | str, block_size: int = LIMITS.read_block_bytes) -> BlockReader:
     """Blocks of an in-memory log (a request body, a rule example)."""
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     return BlockReader(io.BytesIO(raw), block_size)
@@ -160,8 +158,8 @@ def evidence_text(line: bytes, match_end: int) -> str:
     segment_end = line.find(b"\r", match_end)
     if segment_end == -1:
         segment_end = len(line)
-    start = max(segment_start, match_end - EVIDENCE_CHARS // 2)
-    end = min(segment_end, max(match_end, start) + EVIDENCE_CHARS // 2)
+    start = max(segment_start, match_end - LIMITS.evidence_chars // 2)
+    end = min(segment_end, max(match_end, start) + LIMITS.evidence_chars // 2)
     text = line[start:end].decode("utf-8", "replace").strip()
     if start > segment_start:
         text = "…" + text

@@ -4,7 +4,7 @@ Hyperscan compiles all patterns into automata and scans in linear time: no patte
 backtrack, whatever the input. A log of any size is scanned in pieces that end at a
 line break (block mode over line-aligned pieces: the stream mode of the Python binding
 crashes on long literals), so memory stays bounded and no line is split, except a
-single line longer than ``MAX_PIECE``, which is scanned in pieces of that size.
+single line longer than ``LIMITS.scanned_line_bytes``, which is scanned in pieces of that size.
 
 Anchored patterns (a leading ``^``: "after any known line prefix") are costly as
 automata: the prefix grammar runs at every line start. So the main database holds
@@ -31,12 +31,12 @@ from pathlib import Path
 import hyperscan
 
 from failclass.errors import RuleError
+from failclass.limits import LIMITS
 from failclass.logs.text import evidence_text
 from failclass.matching.patterns import expand
 from failclass.matching.rules import Rule, RuleSet
 
 HYPERSCAN_VERSION = version("hyperscan")
-MAX_PIECE = 4 << 20
 CACHE_ENV = "FAILCLASS_CACHE_DIR"
 CACHE_KEEP = 8  # compiled rule sets kept (built-in, operator folders, recent edits)
 
@@ -151,7 +151,7 @@ def line_pieces(blocks: Iterable[bytes]) -> Iterator[bytes]:
         cut = block.rfind(b"\n") + 1
         if cut == 0:
             carry += block
-            if len(carry) >= MAX_PIECE:
+            if len(carry) >= LIMITS.scanned_line_bytes:
                 yield carry
                 carry = b""
             continue

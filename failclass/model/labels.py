@@ -3,7 +3,7 @@ true reason, and the next `failclass train` learns from it.
 
 Labels live in ``<labels dir>/<reason>/<sha256 prefix>.log`` with a ``.json`` beside it
 (who, when, where the log came from, a note). Labelling the same log again moves it to
-the new reason: the latest correction wins. Only the last MAX_LABEL_BYTES of a log are
+the new reason: the latest correction wins. Only the last LIMITS.label_bytes of a log are
 kept; the model reads no more than the end of a log anyway.
 """
 
@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from failclass.errors import ConfigError, InputError
+from failclass.limits import LIMITS
 from failclass.logs.text import BlockReader, open_log
 from failclass.resources import CHECKOUT, user_data_dir
 
 LABELS_ENV = "FAILCLASS_LABELS_DIR"
-MAX_LABEL_BYTES = 8 << 20
 
 
 def labels_dir() -> Path:
@@ -36,7 +36,7 @@ def _last_bytes(path: Path) -> bytes:
     kept = b""
     with open_log(path) as stream:
         for block in BlockReader(stream):
-            kept = (kept + block)[-MAX_LABEL_BYTES:]
+            kept = (kept + block)[-LIMITS.label_bytes :]
     return kept
 
 
@@ -47,7 +47,7 @@ def add_label(log: Path, reason: str, known: set[str], directory: Path, note: st
 
 def add_text_label(text: str, reason: str, known: set[str], directory: Path, note: str, by: str) -> Path:
     """Store a log given as text (an HTTP request) as an example of ``reason``."""
-    data = text.encode("utf-8", "surrogateescape")[-MAX_LABEL_BYTES:]
+    data = text.encode("utf-8", "surrogateescape")[-LIMITS.label_bytes :]
     return _store(data, reason, known, directory, note, by, "request")
 
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-INT32_MAX = 2**31 - 1  # the database's INTEGER (PostgreSQL: 4 bytes)
-INT32_MIN = -(2**31)
+from failclass.limits import LIMITS
+
 NO_NUL = r"^[^\x00]*$"
 DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d")
 
@@ -31,9 +31,9 @@ def _date_time(value: Any) -> Any:
     return value
 
 
-Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX), BeforeValidator(_integer)]
-Count = Annotated[int, Field(ge=0, le=INT32_MAX), BeforeValidator(_integer)]
-RowId = Annotated[int, Field(ge=1, le=INT32_MAX), BeforeValidator(_integer)]
+Int32 = Annotated[int, Field(ge=LIMITS.int32_min, le=LIMITS.int32_max), BeforeValidator(_integer)]
+Count = Annotated[int, Field(ge=0, le=LIMITS.int32_max), BeforeValidator(_integer)]
+RowId = Annotated[int, Field(ge=1, le=LIMITS.int32_max), BeforeValidator(_integer)]
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]
 Node = Annotated[str, Field(min_length=1, max_length=300, pattern=NO_NUL)]
 PathText = Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)]

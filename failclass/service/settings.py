@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from failclass.limits import LIMITS
 from failclass.options import ClassifierOptions
 from failclass.store.repository import default_database_url
 
@@ -22,8 +23,8 @@ class Settings(BaseSettings):
     no_model: bool = Field(default=False, description="rules only")
     model_threshold: float | None = Field(default=None, ge=0, le=1, description="the model's threshold; default its own")
     labels_dir: Path | None = Field(default=None, description="where POST /v1/labels keeps logs; default corpora/labels")
-    max_request_bytes: int = Field(default=16 << 20, ge=1024, description="larger request bodies get 413")
-    max_page: int = Field(default=1000, ge=1, description="largest `limit` a listing accepts")
+    max_request_bytes: int = Field(default=LIMITS.request_bytes, ge=1024, description="larger request bodies get 413")
+    max_page: int = Field(default=LIMITS.page_rows, ge=1, description="largest `limit` a listing accepts")
 
     def classifier_options(self) -> ClassifierOptions:
         """Extra rule folders come from FAILCLASS_RULES_DIR, read by the rule loader."""

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from failclass.errors import InputError
+from failclass.limits import LIMITS
 from failclass.waste.samples import UNKNOWN_JOB, GpuSamples
 
 KINDS = ("batch", "interactive")
-MAX_JOBS_FILE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class JobAllocation:
 
 def read_jobs(path: Path) -> list[JobAllocation]:
     try:
-        if path.stat().st_size > MAX_JOBS_FILE_BYTES:
-            raise InputError(f"{path}: a jobs file over {MAX_JOBS_FILE_BYTES:,} bytes")
+        if path.stat().st_size > LIMITS.waste_jobs_file_bytes:
+            raise InputError(f"{path}: a jobs file over {LIMITS.waste_jobs_file_bytes:,} bytes")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: {exc}") from exc

@@ -17,12 +17,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from failclass.errors import InputError
+from failclass.limits import LIMITS
 from failclass.logs.text import open_log, strip_ansi
 
 _STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
 HEAD = 64
-MAX_KEPT_LINES = 200_000  # evidence and loss lines kept from one log; later ones are dropped
-MAX_LINE_CHARS = 4096
 
 
 _PREFIX = re.compile(r"^\[?\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
@@ -50,7 +49,7 @@ def read_timeline(path: Path, keep: Callable[[str], bool]) -> Timeline:
     try:
         with open_log(path) as stream:
             text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-            return timeline_of((_plain(line)[:MAX_LINE_CHARS] for line in text), keep)
+            return timeline_of((_plain(line)[: LIMITS.waste_line_chars] for line in text), keep)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
 
@@ -63,7 +62,7 @@ def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line:
         if stamp is not None:
             current, timed = stamp, True
         timed_line = TimedLine(current, line.rstrip("\r\n"))
-        if len(kept) < MAX_KEPT_LINES and keep(timed_line.body):
+        if len(kept) < LIMITS.waste_log_lines and keep(timed_line.body):
             kept.append(timed_line)
     return Timeline(tuple(kept), timed)
 

@@ -173,6 +173,6 @@ def test_every_module_has_a_test_or_says_which_test_exercises_it() -> None:
 
 
 def test_the_stated_tests_are_needed() -> None:
-    """An entry for a module that a test now imports, or that is gone, is dead weight."""
+    """An entry for a module that is gone is dead weight."""
     known = {name for name, _ in modules()}
     assert set(TESTED_THROUGH) <= known, sorted(set(TESTED_THROUGH) - known)

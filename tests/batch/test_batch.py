@@ -14,6 +14,7 @@ import sys
 import tarfile
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ import zstandard
 from conftest import ROOT, run_cli
 
 from failclass.batch.runner import run_batch
+from failclass.limits import LIMITS
 from failclass.logs import archives
 from failclass.options import ClassifierOptions
 
@@ -129,8 +131,7 @@ def test_malicious_tar_members_are_refused_and_the_rest_goes_on(tmp_path: Path) 
 
 
 def test_bombs_stop_at_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archives, "MAX_RATIO", 50)
-    monkeypatch.setattr(archives, "MAX_MEMBER_BYTES", 1 << 20)
+    monkeypatch.setattr(archives, "LIMITS", replace(LIMITS, zip_ratio=50, archive_member_bytes=1 << 20))
     zeros = b"\0" * (4 << 20)
     bomb = tmp_path / "bomb.zip"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:

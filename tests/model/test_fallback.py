@@ -13,7 +13,8 @@ from conftest import run_cli
 from sklearn.base import clone
 
 from failclass.classifier import NO_RULE_THRESHOLD, Classifier
-from failclass.logs.region import FINAL_LINES, REGION_LINES, normalise_line, region_indices, region_lines, shows_failure
+from failclass.limits import LIMITS
+from failclass.logs.region import FINAL_LINES, normalise_line, region_indices, region_lines, shows_failure
 from failclass.logs.text import Tail, blocks_of_text, tail_text
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.model.artifact import ModelError, load, save
@@ -63,9 +64,9 @@ def test_normalisation_masks_what_varies_between_runs() -> None:
 
 
 def test_region_is_trouble_near_the_end_and_the_last_lines() -> None:
-    lines = ["  "] + [f"error {i}" for i in range(REGION_LINES + 20)] + ["", "step 1\rstep 2\rstep 3"]
+    lines = ["  "] + [f"error {i}" for i in range(LIMITS.region_lines + 20)] + ["", "step 1\rstep 2\rstep 3"]
     chosen = region_indices(lines)
-    assert len(chosen) == REGION_LINES and chosen[-1] == len(lines) - 1
+    assert len(chosen) == LIMITS.region_lines and chosen[-1] == len(lines) - 1
     progress = [f"step {i} loss 0.5" for i in range(100)]
     lines = progress + ["RuntimeError: boom"] + progress[:FINAL_LINES]
     assert region_indices(lines) == [100] + list(range(101, 101 + FINAL_LINES))

@@ -7,13 +7,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Response
 
+from failclass.limits import LIMITS
 from failclass.service.deps import PolicyDep, Reader, StoreDep, Writer
 from failclass.service.errors import READING, documented
-from failclass.service.fields import INT32_MAX
 from failclass.service.responses import BlacklistOut, HoldsOut, NodesOut
 
 router = APIRouter(prefix="/v1", tags=["state"], responses=documented(*READING))
-EntryId = Annotated[int, Path(ge=1, le=INT32_MAX, description="the id GET lists")]
+EntryId = Annotated[int, Path(ge=1, le=LIMITS.int32_max, description="the id GET lists")]
 
 
 @router.get("/blacklist", response_model=BlacklistOut)

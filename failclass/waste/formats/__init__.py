@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from failclass.errors import InputError
+from failclass.limits import LIMITS
 from failclass.waste.formats.nvidia_smi import read_nvidia_smi
 from failclass.waste.formats.prometheus import read_exposition, read_range_query
 from failclass.waste.samples import GpuSamples, concat
-
-MAX_TEXT_BYTES = 1 << 30  # a text signal file beyond this should be Parquet
 
 
 def read_signal(path: Path) -> GpuSamples:
@@ -27,8 +26,8 @@ def read_signal(path: Path) -> GpuSamples:
         from failclass.waste.formats.parquet import read_parquet  # pyarrow (the waste extra) loads only here
 
         return read_parquet(path)
-    if size > MAX_TEXT_BYTES:
-        raise InputError(f"{path}: {size:,} bytes of text is over the {MAX_TEXT_BYTES:,} limit; convert it to Parquet")
+    if size > LIMITS.waste_text_bytes:
+        raise InputError(f"{path}: {size:,} bytes of text is over the {LIMITS.waste_text_bytes:,} limit; convert it to Parquet")
     text = _decode(path)
     first = text.lstrip()[:1]
     if first in ("{", "["):

@@ -1,0 +1,34 @@
+"""Every limit failclass enforces at its edges, in one place: how much of a log is read and
+kept, how large an input may be, what the store can hold. The README's Limits table is
+checked against these values (tests/architecture/test_limits.py). The service's request
+and page limits are defaults its settings may change (FAILCLASS_MAX_REQUEST_BYTES,
+FAILCLASS_MAX_PAGE)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    read_block_bytes: int = 1 << 20  # logs stream in blocks; memory does not grow with the log
+    scanned_line_bytes: int = 4 << 20  # a longer line is scanned in pieces of this size
+    evidence_chars: int = 600  # evidence text kept around a match on one line
+    evidence_lines: int = 5  # evidence lines in one answer
+    model_tail_bytes: int = 64 << 10  # what the fallback model reads: the end of the log
+    region_lines: int = 150  # of it, the last non-blank lines
+    label_bytes: int = 8 << 20  # of a labelled log, the end kept for training
+    request_bytes: int = 16 << 20  # an HTTP request body (413 beyond)
+    page_rows: int = 1000  # rows of one listing
+    archive_member_bytes: int = 2 << 30  # one member of an archive, uncompressed
+    zip_ratio: int = 1000  # a zip member's size against its compressed size
+    batch_in_memory_bytes: int = 64 << 20  # a batch member read whole; larger ones stream
+    waste_text_bytes: int = 1 << 30  # a text signal file (larger series belong in Parquet)
+    waste_jobs_file_bytes: int = 256 << 20
+    waste_log_lines: int = 200_000  # evidence and loss lines kept from one job's log
+    waste_line_chars: int = 4096  # of each of them
+    int32_min: int = -(2**31)  # the store's INTEGER columns (PostgreSQL: 4 bytes)
+    int32_max: int = 2**31 - 1
+
+
+LIMITS = Limits()
