@@ -36,13 +36,22 @@ class PriorAttempt:
 
 
 @dataclass(frozen=True)
+class Blacklisted:
+    """An input on the blacklist: why, and the reason of the failures that put it there
+    (None for an entry recorded before failclass kept it)."""
+
+    why: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class History:
     """What happened before, as the store saw it (this attempt excluded)."""
 
     job_attempts: tuple[PriorAttempt, ...] = ()
     user_failures: Mapping[str, int] = field(default_factory=dict)  # reason -> failures in the window since release
     held_reasons: frozenset[str] = frozenset()
-    blacklisted: Mapping[str, str] = field(default_factory=dict)  # path -> why
+    blacklisted: Mapping[str, Blacklisted] = field(default_factory=dict)  # path -> why it is there
     input_failures: Mapping[str, Sequence[str]] = field(default_factory=dict)  # path -> job ids, one per failure
     node_jobs: Mapping[str, frozenset[str]] = field(default_factory=dict)  # node -> jobs with hardware failures
     nodes_seen: int = 0

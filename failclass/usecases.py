@@ -70,7 +70,7 @@ def admit_submission(store: Store, attempt: Attempt, config: PolicyConfig, now: 
     """{"action": "admit"}, or the rejection or hold (recorded) that stops the submission."""
 
     def judge(history: History, expected: Sequence[str]) -> Decision | None:
-        found = admit(attempt, history, expected)
+        found = admit(attempt, history, config, expected)
         return None if found is None else dataclasses.replace(found, mode=config.mode)
 
     answer = store.admit(attempt, judge, now)

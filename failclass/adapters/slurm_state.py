@@ -7,7 +7,8 @@ NODE_FAIL, OutOfMemory for OUT_OF_MEMORY, TimeLimit for TIMEOUT) or, for PREEMPT
 PreemptTime. `scontrol show job --json` does not exist in 22.05 ("unrecognized option
 '--json'") and `sacct --json` needs accounting storage, so the text is read.
 
-The states that name a cause, and the failure reason each is evidence of (docs/TAXONOMY.md):
+The states that name a cause, and the failure reason each is evidence of (taxonomy.yaml's
+`scheduler` words, after docs/TAXONOMY.md):
 OUT_OF_MEMORY is a host OOM kill (cpu_oom); PREEMPTED is job_preempted; NODE_FAIL and
 BOOT_FAIL (a node of the allocation died or never came up) are, like a preemption, the
 scheduler taking the resources away from a job that did nothing wrong (job_preempted:
@@ -26,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from failclass.attempts import SchedulerEvidence
+from failclass.matching.taxonomy import builtin_taxonomy
 
-EVIDENCE = {"OUT_OF_MEMORY": "cpu_oom", "PREEMPTED": "job_preempted", "NODE_FAIL": "job_preempted", "BOOT_FAIL": "job_preempted"}
+EVIDENCE = builtin_taxonomy().by_scheduler("slurm")  # state -> reason (taxonomy.yaml)
 REASON_STATES = {"NodeDown": "NODE_FAIL", "OutOfMemory": "OUT_OF_MEMORY", "TimeLimit": "TIMEOUT"}
 NODE_TROUBLE = ("DOWN", "FAIL", "NOT_RESPONDING")  # node state words (node_state_string) of a failed node
 JOB_KEYS = ("JobId", "JobState", "Reason", "ExitCode", "Restarts", "PreemptTime")

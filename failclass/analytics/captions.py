@@ -29,14 +29,14 @@ def rtf_by_category(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> dic
     """Runtimes to failure (minutes) of failed attempts per category name."""
     runs: dict[str, list[float]] = defaultdict(list)
     for record in records:
-        if is_failure(record) and record.rtf_minutes is not None:
+        if is_failure(record, taxonomy) and record.rtf_minutes is not None:
             for mark in taxonomy[reason_of(record)].categories:
                 runs[taxonomy.categories.get(mark, mark)].append(record.rtf_minutes)
     return dict(runs)
 
 
-def failures_per_user(records: Sequence[AttemptRecord], top: int = TOP_USERS) -> list[tuple[str, int]]:
-    return Counter(r.user for r in records if is_failure(r)).most_common(top)
+def failures_per_user(records: Sequence[AttemptRecord], taxonomy: Taxonomy, top: int = TOP_USERS) -> list[tuple[str, int]]:
+    return Counter(r.user for r in records if is_failure(r, taxonomy)).most_common(top)
 
 
 def duration(minutes: float) -> str:
@@ -77,9 +77,9 @@ def gpu_caption(report: Report, taxonomy: Taxonomy) -> str:
     return text
 
 
-def repeats_caption(records: Sequence[AttemptRecord], top: int = TOP_USERS) -> str:
-    leaders = failures_per_user(records, top)
-    total = sum(1 for r in records if is_failure(r))
+def repeats_caption(records: Sequence[AttemptRecord], taxonomy: Taxonomy, top: int = TOP_USERS) -> str:
+    leaders = failures_per_user(records, taxonomy, top)
+    total = sum(1 for r in records if is_failure(r, taxonomy))
     if not leaders:
         return "No failed attempt: nobody failed again."
     held = sum(n for _, n in leaders)

@@ -95,14 +95,15 @@ def _schema(cls: type) -> pa.Schema:
 
 
 def attempt_export(record: AttemptRecord, taxonomy: Taxonomy) -> AttemptExport:
-    reason = taxonomy[reason_of(record)] if record.reason or is_failure(record) else None
+    failure = is_failure(record, taxonomy)
+    reason = taxonomy[reason_of(record)] if record.reason or failure else None
     return AttemptExport(
         job_id=record.job_id,
         attempt=record.attempt,
         user=record.user,
         vc=record.vc,
         status=record.status,
-        failure=is_failure(record),
+        failure=failure,
         submit_time=record.submit_time,
         start_time=record.start_time,
         end_time=record.end_time,

@@ -29,9 +29,9 @@ class Figure:
 def _figures(analysis: Analysis, taxonomy: Taxonomy) -> list[Figure]:
     report, records = analysis.report, analysis.records
     drawn = [
-        Figure("rtf", rtf_cdf(records, report), rtf_caption(records, taxonomy)),
+        Figure("rtf", rtf_cdf(records, report, taxonomy), rtf_caption(records, taxonomy)),
         Figure("gpu-time", gpu_time(report, taxonomy), gpu_caption(report, taxonomy)),
-        Figure("repeats-per-user", repeats_per_user(records, report.reason_names()), repeats_caption(records)),
+        Figure("repeats-per-user", repeats_per_user(records, taxonomy), repeats_caption(records, taxonomy)),
     ]
     return [figure for figure in drawn if figure.svg]
 

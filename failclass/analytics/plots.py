@@ -44,11 +44,11 @@ def _hours(value: float) -> str:
     return f"{value:,.2f}" if value < 10 else f"{value:,.1f}"
 
 
-def rtf_cdf(records: Sequence[AttemptRecord], report: Report) -> str:
+def rtf_cdf(records: Sequence[AttemptRecord], report: Report, taxonomy: Taxonomy) -> str:
     """ "" when no failed attempt has a runtime to failure."""
     runs: dict[str, list[float]] = {}
     for record in records:
-        if is_failure(record) and record.rtf_minutes:
+        if is_failure(record, taxonomy) and record.rtf_minutes:
             runs.setdefault(reason_of(record), []).append(record.rtf_minutes)
     drawn = [(row, np.sort(runs[row.reason_id])) for row in report.table7[:TOP_REASONS] if row.reason_id in runs]
     if not drawn:
@@ -85,11 +85,12 @@ def gpu_time(report: Report, taxonomy: Taxonomy) -> str:
     return _svg(figure)
 
 
-def repeats_per_user(records: Sequence[AttemptRecord], names: dict[str, str]) -> str:
-    leaders = [user for user, _ in failures_per_user(records)]
+def repeats_per_user(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> str:
+    names = taxonomy.names()
+    leaders = [user for user, _ in failures_per_user(records, taxonomy)]
     if not leaders:
         return ""
-    failed = [r for r in records if is_failure(r) and r.user in leaders]
+    failed = [r for r in records if is_failure(r, taxonomy) and r.user in leaders]
     stacked = [reason for reason, _ in Counter(reason_of(r) for r in failed).most_common(STACKED_REASONS)]
     counts: dict[str, Counter[str]] = {}
     for record in failed:

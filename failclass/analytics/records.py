@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from failclass.analytics.table7 import FailedAttempt
 from failclass.errors import InputError
+from failclass.matching.taxonomy import NO_SIGNATURE
 
 if TYPE_CHECKING:
     from failclass.store.views import StoredAttempt
@@ -64,7 +65,7 @@ class AttemptRecord:
         return max((self.end_time - self.start_time).total_seconds(), 0.0) / 60
 
     def failed(self) -> FailedAttempt:
-        return FailedAttempt(self.reason or "no_signature", self.job_id, self.user, self.rtf_minutes, self.gpus)
+        return FailedAttempt(self.reason or NO_SIGNATURE, self.job_id, self.user, self.rtf_minutes, self.gpus)
 
 
 def _time(value: Any) -> datetime | None:

@@ -16,7 +16,6 @@ from failclass.matching.taxonomy import NO_SIGNATURE, Taxonomy
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
 # The reason that makes a killed attempt a failure (the scheduler took the GPUs away).
-PREEMPTED = "job_preempted"
 
 
 @dataclass(frozen=True)
@@ -37,10 +36,10 @@ class Report:
         return {row.reason_id: row.reason_name for row in self.table7}
 
 
-def is_failure(record: AttemptRecord) -> bool:
+def is_failure(record: AttemptRecord, taxonomy: Taxonomy) -> bool:
     """What Table 7 counts: attempts that failed, and killed ones that were preempted; a
     job killed by its user is no failure (it counts in Table 6)."""
-    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason == PREEMPTED)
+    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason in taxonomy.preemptions())
 
 
 def reason_of(record: AttemptRecord) -> str:
@@ -48,7 +47,7 @@ def reason_of(record: AttemptRecord) -> str:
 
 
 def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report:
-    failed = [r for r in records if is_failure(r)]
+    failed = [r for r in records if is_failure(r, taxonomy)]
     attempts = [r.failed() for r in failed]
     last: dict[str, AttemptRecord] = {}
     gpu_hours: dict[str, float] = {}

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.model.corpus import Entry, read_manifest, resolve
 from failclass.resources import CORPORA, PHILLY
 
@@ -187,6 +188,7 @@ def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True, on_
         attempts.append(row)
         on_progress(len(attempts), None)
 
+    preempted = builtin_taxonomy().preemptions()  # the scheduler ended them: killed, not failed
     for stats in read_table7():
         trials, jobs = scaled(stats.trials, fraction), scaled(stats.jobs, fraction)
         jobs = min(jobs, trials)
@@ -197,7 +199,7 @@ def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True, on_
         for owner, count in zip(owners, zipf_spread(trials, jobs, rng)):
             job_number += 1
             job, gpus = f"job{job_number:06d}", draw_gpus(stats.demand, rng)
-            final = "killed" if stats.reason_id == "job_preempted" else "failed"
+            final = "killed" if stats.reason_id in preempted else "failed"
             for number in range(1, count + 1):
                 add_attempt(job, number, owner, final, gpus, draw_rtf(stats.quantiles, rng), stats.reason_id, stats.reason_id)
     table6 = read_table6()

@@ -22,6 +22,8 @@ class Reason:
     name: str
     categories: tuple[str, ...]
     consequence: bool = False  # names what followed a root cause (a fatal signal, a launcher's report)
+    preemption: bool = False  # the scheduler took the GPUs back: a killed attempt of it is a failure
+    scheduler: tuple[tuple[str, str], ...] = ()  # (scheduler, its word for an end of this reason)
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,14 @@ class Taxonomy:
     def consequences(self) -> frozenset[str]:
         """Reasons that only say how a process died: the model may name the cause instead."""
         return frozenset(r.id for r in self.reasons.values() if r.consequence)
+
+    def preemptions(self) -> frozenset[str]:
+        """Reasons whose killed attempts count as failures (Table 7 counts preempted jobs)."""
+        return frozenset(r.id for r in self.reasons.values() if r.preemption)
+
+    def by_scheduler(self, scheduler: str) -> dict[str, str]:
+        """A scheduler's words for how a job ended -> the reason each is evidence of."""
+        return {word: r.id for r in self.reasons.values() for name, word in r.scheduler if name == scheduler}
 
     def names(self) -> dict[str, str]:
         """Reason id -> its name in Table 7."""
@@ -60,7 +70,9 @@ def load_taxonomy(path: Path) -> Taxonomy:
         unknown = [c for c in cats if c not in categories]
         if unknown:
             raise ConfigError(f"{path}: reason {rid}: unknown categories {unknown}")
-        reasons[rid] = Reason(rid, str(entry.get("name") or rid), cats, bool(entry.get("consequence", False)))
+        flags = (bool(entry.get("consequence", False)), bool(entry.get("preemption", False)))
+        words = tuple((name, str(word)) for name, listed in (entry.get("scheduler") or {}).items() for word in listed)
+        reasons[rid] = Reason(rid, str(entry.get("name") or rid), cats, *flags, words)
     if NO_SIGNATURE not in reasons:
         raise ConfigError(f"{path}: the taxonomy must define {NO_SIGNATURE!r}")
     return Taxonomy(reasons, categories)

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from failclass.errors import ConfigError
+from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.resources import POLICY
 from failclass.yamlload import SafeLoader
 
@@ -90,6 +91,12 @@ class PolicyConfig:
     rules: dict[str, Layer]
     virtual_clusters: dict[str, ClusterPolicy]
     source: str
+
+    def blacklisting_reason(self) -> str:
+        """The reason whose failures blacklist inputs (the first, if several do): what a
+        rejection at submission names when its blacklist entry does not say."""
+        found = [reason for reason, layer in self.reasons.items() if layer.get("blacklist_inputs")]
+        return found[0] if found else NO_SIGNATURE
 
     def for_failure(self, reason: str, rule_id: str | None, vc: str) -> ReasonPolicy:
         """The settings for one failure, most specific layer last."""

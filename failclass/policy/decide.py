@@ -123,7 +123,7 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
 
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
-        why = history.blacklisted[blocked[0]]
+        why = history.blacklisted[blocked[0]].why
         return made("reject", "blacklist", f"input {blocked[0]} is blacklisted: {why}", {"blacklisted_inputs": blocked})
     if failure.reason in history.held_reasons:
         message = f"user {attempt.user} is on hold for {failure.reason} until an operator releases it"
@@ -169,19 +169,19 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
     )
 
 
-def admit(attempt: Attempt, history: History, expected_reasons: Sequence[str] = ()) -> Decision | None:
+def admit(attempt: Attempt, history: History, config: PolicyConfig, expected_reasons: Sequence[str] = ()) -> Decision | None:
     """At submission: a rejection for a blacklisted input, a hold for a user on hold for a
     reason the job would repeat (``expected_reasons``: the reasons of the job's earlier
-    failures), else None (admitted)."""
+    failures), else None (admitted). A rejection names the reason that blacklisted the input."""
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
-        why = history.blacklisted[blocked[0]]
+        entry = history.blacklisted[blocked[0]]
         return Decision(
             "reject",
-            "incorrect_inputs",
+            entry.reason or config.blacklisting_reason(),
             None,
             "blacklist",
-            f"input {blocked[0]} is blacklisted: {why}",
+            f"input {blocked[0]} is blacklisted: {entry.why}",
             {"blacklisted_inputs": blocked},
         )
     repeated = sorted(set(expected_reasons) & history.held_reasons)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from failclass.attempts import Attempt
 from failclass.decision import Decision
 from failclass.errors import IdempotencyConflict
-from failclass.history import Failure, History, HistoryNeeds, PriorAttempt
+from failclass.history import Blacklisted, Failure, History, HistoryNeeds, PriorAttempt
 from failclass.logs.facts import Progress
 from failclass.store.database import default_database_url, make_engine, open_engine
 from failclass.store.models import (
@@ -228,13 +228,15 @@ class Store(StoreViews):
         return dict(counts)
 
     @staticmethod
-    def _active_blacklist(session: Session, paths: Sequence[str]) -> dict[str, str]:
+    def _active_blacklist(session: Session, paths: Sequence[str]) -> dict[str, Blacklisted]:
         if not paths:
             return {}
         rows = session.execute(
-            select(BlacklistRow.path, BlacklistRow.why).where(BlacklistRow.path.in_(paths), BlacklistRow.cleared_at.is_(None))
+            select(BlacklistRow.path, BlacklistRow.why, BlacklistRow.evidence).where(
+                BlacklistRow.path.in_(paths), BlacklistRow.cleared_at.is_(None)
+            )
         )
-        return {path: why for path, why in rows}
+        return {path: Blacklisted(why, (evidence or {}).get("reason")) for path, why, evidence in rows}
 
     @staticmethod
     def _input_failures(session: Session, paths: Sequence[str]) -> dict[str, list[str]]:
@@ -296,6 +298,7 @@ class Store(StoreViews):
             )
         for path in effects.blacklist:
             why = {
+                "reason": decision.reason,
                 "failures": decision.counters.get("input_failures", {}).get(path),
                 "job": attempt.job_id,
                 "attempt": attempt.attempt,

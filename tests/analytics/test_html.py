@@ -69,7 +69,7 @@ def test_the_gpu_and_repeats_captions_follow_the_data() -> None:
     # GPU out of memory: (600 + 900) x 1 = 25 GPU-h; MPI runtime failure: 3 x 1 + 60 x 8 = 8.05 GPU-h.
     assert "33.05 GPU-h" in caption and "GPU out of memory lost most (25.00 GPU-h, 75.6%)" in caption
     assert "By category, User leads with 25.00 GPU-h" in caption
-    assert repeats_caption(records).endswith("ann alone has 2 (50.0%).")
+    assert repeats_caption(records, TAXONOMY).endswith("ann alone has 2 (50.0%).")
 
 
 def test_the_page_has_no_fixed_claim_and_no_ids() -> None:

@@ -30,7 +30,7 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_counts_follow_tables_7_and_6(simulated: Path) -> None:
     records = read_records([simulated / "attempts.jsonl"])
-    trials = Counter(r.reason for r in records if is_failure(r))
+    trials = Counter(r.reason for r in records if is_failure(r, builtin_taxonomy()))
     for stats in read_table7():
         assert trials[stats.reason_id] == scaled(stats.trials, FRACTION), stats.reason_id
     jobs = {r.job_id: r.status for r in records}
@@ -40,7 +40,7 @@ def test_counts_follow_tables_7_and_6(simulated: Path) -> None:
 
 
 def test_runtime_to_failure_follows_the_quantiles(simulated: Path) -> None:
-    records = [r for r in read_records([simulated / "attempts.jsonl"]) if is_failure(r)]
+    records = [r for r in read_records([simulated / "attempts.jsonl"]) if is_failure(r, builtin_taxonomy())]
     checked = 0
     for stats in read_table7():
         rtf = np.array([r.rtf_minutes for r in records if r.reason == stats.reason_id])

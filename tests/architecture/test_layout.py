@@ -176,3 +176,19 @@ def test_the_stated_tests_are_needed() -> None:
     """An entry for a module that is gone is dead weight."""
     known = {name for name, _ in modules()}
     assert set(TESTED_THROUGH) <= known, sorted(set(TESTED_THROUGH) - known)
+
+
+def test_reason_ids_are_data_not_code() -> None:
+    """Which reason does what (consequences, preemptions, a scheduler's words, the policy)
+    is in taxonomy.yaml and the policy file; no module names a reason, but the taxonomy's
+    one constant for "No signature"."""
+    import yaml
+
+    taxonomy = yaml.safe_load((PACKAGE / "data" / "signatures" / "taxonomy.yaml").read_text())
+    ids = {reason["id"] for reason in taxonomy["reasons"]}
+    named = []
+    for name, path in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in ids:
+                named.append(f"{name}:{node.lineno} {node.value!r}")
+    assert named == ["failclass.matching.taxonomy:16 'no_signature'"], named

@@ -11,7 +11,7 @@ from conftest import ROOT
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
 from failclass.errors import ConfigError
-from failclass.history import Failure, History, PriorAttempt
+from failclass.history import Blacklisted, Failure, History, PriorAttempt
 from failclass.logs.facts import Progress
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.policy.config import PolicyConfig, load_policy
@@ -125,8 +125,12 @@ def test_fourth_incorrect_input_failure_from_three_jobs_blacklists_the_path(
     assert decision.effects.blacklist == (DATASET,)  # the declared input holding the missing file, not the vocabulary
     assert decision.counters["input_failures"] == {DATASET: 4}
     # A later job declaring it is rejected before it runs.
-    rejected = admit(attempt(1, job="job-d", user="bob", inputs=(DATASET,)), History(blacklisted={DATASET: "4 failures, 3 jobs"}))
+    later = attempt(1, job="job-d", user="bob", inputs=(DATASET,))
+    rejected = admit(later, History(blacklisted={DATASET: Blacklisted("4 failures, 3 jobs", "permission_error")}), policy)
     assert rejected is not None and rejected.action == "reject" and DATASET in rejected.message
+    assert rejected.reason == "permission_error"  # the reason that put it there, as recorded
+    unrecorded = admit(later, History(blacklisted={DATASET: Blacklisted("4 failures, 3 jobs")}), policy)
+    assert unrecorded is not None and unrecorded.reason == policy.blacklisting_reason() == "incorrect_inputs"
 
 
 @pytest.mark.parametrize(
@@ -154,9 +158,9 @@ def test_the_same_users_twentieth_cpu_oom_is_held(failures: dict[str, Failure], 
     # Held: the next failure, and the next submission that would repeat it, are held too.
     held = History(user_failures={"cpu_oom": 20}, held_reasons=frozenset({"cpu_oom"}))
     assert decide(attempt(1, job="job-21"), oom, held, policy).action == "hold"
-    submission = admit(attempt(2, job="job-21"), held, expected_reasons=["cpu_oom"])
+    submission = admit(attempt(2, job="job-21"), held, policy, expected_reasons=["cpu_oom"])
     assert submission is not None and submission.action == "hold"
-    assert admit(attempt(1, job="job-22"), held, expected_reasons=[]) is None
+    assert admit(attempt(1, job="job-22"), held, policy, expected_reasons=[]) is None
 
 
 def test_hardware_retries_elsewhere_and_makes_the_node_suspect(failures: dict[str, Failure], policy: PolicyConfig) -> None:

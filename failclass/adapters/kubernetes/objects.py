@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from failclass.attempts import Attempt, SchedulerEvidence
+from failclass.matching.taxonomy import builtin_taxonomy
 
 ANNOTATION = "failclass.io/"
 HANDLED = ANNOTATION + "handled"  # "claimed <identity>" while one replica decides, then the action
@@ -158,10 +159,10 @@ def scheduler_evidence(pod: FailedPod) -> SchedulerEvidence | None:
     kernel killed for its memory limit (OOMKilled) is cpu_oom; a pod the kubelet evicted
     (node pressure: the node, not the job, ran short) is job_preempted; an exceeded
     activeDeadlineSeconds, like a time limit, names nothing and the log speaks."""
-    if any(end.reason == "OOMKilled" for end in pod.ends):
-        return SchedulerEvidence("cpu_oom", "kubernetes.oomkilled", tuple(evidence_lines(pod)))
-    if pod.reason == "Evicted":
-        return SchedulerEvidence("job_preempted", "kubernetes.evicted", tuple(evidence_lines(pod)))
+    words = builtin_taxonomy().by_scheduler("kubernetes")  # termination reason -> reason (taxonomy.yaml)
+    for said in (*(end.reason for end in pod.ends), pod.reason):
+        if said in words:
+            return SchedulerEvidence(words[said], f"kubernetes.{said.lower()}", tuple(evidence_lines(pod)))
     return None
 
 
