@@ -31,18 +31,21 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from failclass.classifier import Classifier, Examination
+from failclass.contracts import ClassificationOut
 from failclass.errors import DamagedMember, InputError
 from failclass.limits import LIMITS
 from failclass.logs.archives import Member, members
+from failclass.logs.facts import Progress
 from failclass.options import ClassifierOptions, build_quietly
 
 DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
 CHUNK_MEMBERS = 64  # members per task: a task's overhead is paid once per chunk
 CHUNK_BYTES = 16 << 20  # and a chunk stays small enough to ship
 RESULTS = "results.jsonl"
+Facts = dict[str, Any]  # a manifest row's other columns, as read from CSV, JSON Lines or Parquet
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 _worker_classifier: Classifier | None = None
@@ -92,12 +95,22 @@ def worker_classifier(options: ClassifierOptions) -> Classifier:
     return _worker_classifier
 
 
-def classify_members(logs: list[bytes], options: ClassifierOptions) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class MemberAnswer:
+    """What a worker sends back for one member (pickled by the pool or Dask)."""
+
+    classification: ClassificationOut  # the classify contract, as the results row carries it
+    strength: tuple[float, ...]  # how strongly it speaks for the attempt (Classifier.strength)
+    progress: Progress | None
+    worker: str  # who classified it
+
+
+def classify_members(logs: list[bytes], options: ClassifierOptions) -> list[MemberAnswer]:
     """Run in a worker process (local pool or Dask worker): one task classifies a chunk of
     members, so that a task's overhead (pickling, scheduling) is paid once per chunk."""
     classifier = worker_classifier(options)
     worker = worker_name()
-    return [{**_summarise(classifier, classifier.examine_bytes(data)), "worker": worker} for data in logs]
+    return [_answer(classifier, classifier.examine_bytes(data), worker) for data in logs]
 
 
 def worker_name() -> str:
@@ -110,42 +123,40 @@ def worker_name() -> str:
         return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _summarise(classifier: Classifier, examined: Examination) -> dict[str, Any]:
+def _answer(classifier: Classifier, examined: Examination, worker: str) -> MemberAnswer:
     result = examined.classification
-    return {
-        "classification": result.to_dict(),
-        "strength": list(classifier.strength(result)),
-        "progress": examined.progress.to_dict() if examined.progress else None,
-    }
+    contract = cast(ClassificationOut, result.to_dict())
+    return MemberAnswer(contract, tuple(classifier.strength(result)), examined.progress, worker)
 
 
 class AttemptCollector:
     """Members' answers gathered per attempt; an attempt is written once all are in."""
 
-    def __init__(self, expected: dict[tuple[str, int], int], facts: dict[tuple[str, int], dict[str, Any]], out: Path) -> None:
+    def __init__(self, expected: dict[tuple[str, int], int], facts: dict[tuple[str, int], Facts], out: Path) -> None:
         self.expected = expected
         self.facts = facts
-        self.parts: dict[tuple[str, int], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        self.parts: dict[tuple[str, int], list[tuple[str, MemberAnswer | None]]] = defaultdict(list)
         self.handle = (out / RESULTS).open("a")
         self.written = 0
         self.reasons: dict[str, int] = defaultdict(int)
 
-    def add(self, key: tuple[str, int], member: str, answer: dict[str, Any] | None) -> None:
-        self.parts[key].append((member, answer or {}))
+    def add(self, key: tuple[str, int], member: str, answer: MemberAnswer | None) -> None:
+        self.parts[key].append((member, answer))
         if len(self.parts[key]) == self.expected[key]:
             self._write(key, self.parts.pop(key))
 
-    def _write(self, key: tuple[str, int], parts: list[tuple[str, dict[str, Any]]]) -> None:
-        answered = [(m, a) for m, a in parts if a]
+    def _write(self, key: tuple[str, int], parts: list[tuple[str, MemberAnswer | None]]) -> None:
+        answered = [(m, a) for m, a in parts if a is not None]
         logs = [m for m, _ in parts]
-        row: dict[str, Any] = {**self.facts.get(key, {}), "job_id": key[0], "attempt": key[1], "logs": logs}
+        row: dict[str, Any] = {**self.facts.get(key, {}), "job_id": key[0], "attempt": key[1], "logs": logs}  # JSON out
         if answered:
-            log, best = max(answered, key=lambda pair: pair[1]["strength"])
-            row.update(best["classification"])
+            log, best = max(answered, key=lambda pair: pair[1].strength)
+            row.update(best.classification)
             row["evidence_log"] = log
-            row["classified_by"] = best.get("worker")
-            progresses = [a["progress"] for _, a in answered if a["progress"]]
-            row["progress"] = max(progresses, key=lambda p: (p["epoch"], p["step"])) if progresses else None
+            row["classified_by"] = best.worker
+            progresses = [a.progress for _, a in answered if a.progress]
+            furthest = max(progresses, key=lambda p: (p.epoch, p.step)) if progresses else None
+            row["progress"] = furthest.to_dict() if furthest else None
         else:
             row.update({"reason": None, "error": "no log of this attempt could be read"})
         self.handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -234,7 +245,7 @@ class BatchRun:
         try:
             if member.size is not None and member.size > LIMITS.batch_in_memory_bytes:
                 local = worker_classifier(self.options)
-                self.collector.add(key, member.name, _summarise(local, local.examine_stream(stream)))
+                self.collector.add(key, member.name, _answer(local, local.examine_stream(stream), worker_name()))
                 self.summary.bytes += member.size
                 return
             data = stream.read()
@@ -259,7 +270,7 @@ class BatchRun:
         """Collect answers until at most ``limit`` chunks are in flight."""
         while len(self.in_flight) > limit:
             future, members = self.in_flight.pop(0)
-            answers: list[dict[str, Any]] = future.result()
+            answers: list[MemberAnswer] = future.result()
             for (key, name), answer in zip(members, answers, strict=True):
                 self.collector.add(key, name, answer)
             self.progress.update(self.collector.written)
@@ -295,7 +306,7 @@ def run_batch(
     out: Path,
     processes: int,
     id_pattern: str = DEFAULT_ID_PATTERN,
-    manifest_facts: dict[tuple[str, int], dict[str, Any]] | None = None,
+    manifest_facts: dict[tuple[str, int], Facts] | None = None,
     member_attempts: dict[str, tuple[str, int]] | None = None,
     options: ClassifierOptions | None = None,
     progress_stream: Any = sys.stderr,
@@ -350,9 +361,9 @@ def write_parquet(out: Path) -> Path:
     return target
 
 
-def manifest_maps(raw_rows: Iterable[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, tuple[str, int]]]:
+def manifest_maps(raw_rows: Iterable[Facts]) -> tuple[dict[tuple[str, int], Facts], dict[str, tuple[str, int]]]:
     """Attempt facts per (job, attempt), and which attempt each listed log belongs to."""
-    facts: dict[tuple[str, int], dict[str, Any]] = {}
+    facts: dict[tuple[str, int], Facts] = {}
     owners: dict[str, tuple[str, int]] = {}
     for row in raw_rows:
         key = (str(row["job_id"]), int(row.get("attempt") or 1))
