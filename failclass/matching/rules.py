@@ -53,6 +53,7 @@ class Rule:
     negatives: tuple[Example, ...]
     path: str
     exception: ExceptionPattern | None = None  # a rule over a raised exception (matching.exceptions)
+    generic: bool = False  # it says only that the program failed (a bare traceback), not how
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,7 +131,7 @@ def _patterns(raw: Any, path: str, rule_id: str, ignore_case: bool) -> tuple[str
     return tuple(raw)
 
 
-RULE_KEYS = {"id", "kind", "priority", "description", "why", "patterns", "ignore_case", "examples", "exception"}
+RULE_KEYS = {"id", "kind", "priority", "description", "why", "patterns", "ignore_case", "examples", "exception", "generic"}
 
 
 def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
@@ -151,9 +152,12 @@ def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
     priority = entry.get("priority", DEFAULT_PRIORITY[kind])
     if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 100:
         raise RuleError(path, rule_id, "priority", "must be an integer from 0 to 100")
-    ignore_case = entry.get("ignore_case", False)
-    if not isinstance(ignore_case, bool):
-        raise RuleError(path, rule_id, "ignore_case", "must be true or false")
+    ignore_case, generic = entry.get("ignore_case", False), entry.get("generic", False)
+    for field, flag in (("ignore_case", ignore_case), ("generic", generic)):
+        if not isinstance(flag, bool):
+            raise RuleError(path, rule_id, field, "must be true or false")
+    if generic and kind != "implicit":
+        raise RuleError(path, rule_id, "generic", "only an implicit rule can be generic")
     examples = entry.get("examples") or {}
     if not isinstance(examples, dict) or set(examples) - {"positive", "negative"}:
         raise RuleError(path, rule_id, "examples", "must be a mapping with positive and negative lists")
@@ -177,6 +181,7 @@ def parse_rule(entry: Any, reason: str, path: str, taxonomy: Taxonomy) -> Rule:
         negatives=_examples(examples.get("negative"), path, rule_id, "examples.negative", taxonomy),
         path=path,
         exception=exception,
+        generic=generic,
     )
 
 

@@ -59,6 +59,8 @@ def test_operator_folder_from_environment(tmp_path: Path, monkeypatch: pytest.Mo
         ("['acme-alloc: device heap exhausted']", "['acme-alloc: (device']", "patterns[0]", "does not compile"),
         ("- source: scenario:site_allocator\n          text:", "- text:", "examples.positive[0].source", "needs its source"),
         ("    description: Our in-house allocator gave up.\n", "", "description", "non-empty string"),
+        ("priority: 70", "priority: 70\n    generic: yes please", "generic", "true or false"),
+        ("priority: 70", "priority: 70\n    generic: true", "generic", "only an implicit rule"),
     ],
 )
 def test_broken_rule_names_file_rule_and_field(tmp_path: Path, old: str, new: str, field: str, message: str) -> None:

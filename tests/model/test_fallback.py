@@ -184,6 +184,30 @@ def test_below_its_threshold_the_model_speaks_only_where_no_rule_fired_on_a_fail
     assert with_model.classify_bytes(quiet).source == "none"
 
 
+def test_below_its_threshold_the_model_speaks_over_a_generic_rule_but_not_over_another_consequence(
+    small_model: FailureTextModel, tmp_path: Path
+) -> None:
+    """A bare traceback (a generic rule) says only that the program failed: the model then
+    speaks as where no rule fired. A launcher's report or a fatal signal (implicit, not
+    generic) still needs the model's own threshold."""
+    path = tmp_path / "m.npz"
+    save(small_model, path, 0.99, {})
+    rules_only, with_model = Classifier(), Classifier(model=load(path, KNOWN))
+    for name, generic in (
+        ("incorrect_inputs/JaidedAI_EasyOCR_1021", True),
+        ("incorrect_inputs/pytorch_pytorch_10938", True),
+        ("core_dump/darknet_dilated_fpe", False),
+        ("core_dump/gssdf_libtorch_c10_error_abort", False),
+    ):
+        log = Path(f"corpora/public/{name}.log")
+        signature = rules_only.classify_path(log)
+        assert rules_only.rules[signature.rule_id].generic is generic  # type: ignore[index]
+        probabilities = small_model.predict_proba([tail_text(log)])[0]
+        top, probability = small_model.classes_[probabilities.argmax()], float(probabilities.max())
+        assert top not in ("no_signature", signature.reason) and NO_RULE_THRESHOLD <= probability < 0.99
+        assert with_model.classify_path(log).source == ("model" if generic else "signature")
+
+
 def test_a_time_limit_or_a_causeless_cancellation_is_no_failure_line_but_a_preemption_is() -> None:
     """The guide files a job that Slurm ended on its time limit, or cancelled with no cause,
     as No signature: the model's low threshold must not take those lines for a failure.
