@@ -39,6 +39,7 @@ def free_port() -> int:
 
 
 def record(scrape: Path, seconds: float = 8.0) -> dict[str, object]:
+    """The range-query answer once it holds ``seconds`` readings (or a minute after that)."""
     work = Path(tempfile.mkdtemp(prefix="failclass-prom-"))
     try:
         (work / "site").mkdir()
@@ -63,17 +64,34 @@ def record(scrape: Path, seconds: float = 8.0) -> dict[str, object]:
         )
         try:
             start = time.time()
-            time.sleep(seconds)
-            end = time.time()
-            query = urllib.parse.urlencode({"query": QUERY, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "1"})
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query_range?{query}", timeout=10) as answer:
-                return json.load(answer)
+            deadline = start + seconds + 60  # a busy machine may take a while to start Prometheus
+            while True:
+                time.sleep(1)
+                answer = _range(port, start, time.time())
+                if _points(answer) >= seconds or time.time() > deadline:
+                    return answer
         finally:
             server.terminate()
             server.wait(timeout=10)
             exporter.shutdown()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _range(port: int, start: float, end: float) -> dict[str, object]:
+    query = urllib.parse.urlencode({"query": QUERY, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "1"})
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query_range?{query}", timeout=10) as answer:
+            return json.load(answer)  # type: ignore[no-any-return]
+    except OSError:  # not listening yet
+        return {}
+
+
+def _points(answer: dict[str, object]) -> int:
+    """Readings in the answer's first series (one a second once Prometheus scrapes)."""
+    data = answer.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    return len(result[0]["values"]) if result else 0
 
 
 def main() -> None:
