@@ -192,3 +192,22 @@ def running_slurm(base: Path, hook_settings: list[str], nodes: int = 1, port: in
         yield slurm
     finally:
         slurm.stop()
+
+
+@contextmanager
+def slurm_for_tests(base: Path, nodes: int = 1, port: int = 16817, short_backoff: bool = True) -> Iterator[Slurm]:
+    """A real Slurm whose hook records into ``base``/failclass.db, for a test module's
+    fixture; the module skips, saying why, where Slurm cannot run. ``short_backoff``
+    keeps the requeue cycle to a second or two."""
+    import pytest
+
+    problem = ensure_slurm()
+    if problem:
+        pytest.skip(f"no Slurm here: {problem}")
+    settings = ["--database-url", f"sqlite:///{base / 'failclass.db'}"]
+    if short_backoff:
+        policy = base / "policy.yaml"
+        policy.write_text("backoff: {base_seconds: 1, max_seconds: 2}\n")
+        settings += ["--policy", str(policy)]
+    with running_slurm(base, settings, nodes, port) as cluster:
+        yield cluster

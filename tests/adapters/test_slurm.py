@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from slurm_cluster import Slurm, ensure_slurm, running_slurm
+from slurm_cluster import Slurm, slurm_for_tests
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
@@ -28,14 +28,7 @@ DATASET = "/nonexistent/data"
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
-    problem = ensure_slurm()
-    if problem:
-        pytest.skip(f"no Slurm here: {problem}")
-    base = tmp_path_factory.mktemp("slurm")
-    policy = base / "policy.yaml"
-    policy.write_text("backoff: {base_seconds: 1, max_seconds: 2}\n")  # keep the requeue cycle short
-    settings = ["--database-url", f"sqlite:///{base / 'failclass.db'}", "--policy", str(policy)]
-    with running_slurm(base, settings) as cluster:
+    with slurm_for_tests(tmp_path_factory.mktemp("slurm")) as cluster:
         yield cluster
 
 

@@ -12,16 +12,12 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from slurm_cluster import Slurm, ensure_slurm, running_slurm
+from slurm_cluster import Slurm, slurm_for_tests
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
-    problem = ensure_slurm()
-    if problem:
-        pytest.skip(f"no Slurm here: {problem}")
-    base = tmp_path_factory.mktemp("slurm-idle")
-    with running_slurm(base, ["--database-url", f"sqlite:///{base / 'failclass.db'}"]) as cluster:
+    with slurm_for_tests(tmp_path_factory.mktemp("slurm-idle"), short_backoff=False) as cluster:
         yield cluster
 
 

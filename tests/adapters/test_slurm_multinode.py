@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from slurm_cluster import Slurm, ensure_slurm, running_slurm
+from slurm_cluster import Slurm, slurm_for_tests
 
 from failclass.adapters.slurm_jobs import hostnames
 from failclass.store.repository import Store
@@ -23,14 +23,7 @@ ECC = ROOT / "corpora/public/gpu_ecc_error/hpc_node_ecc.log"
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
-    problem = ensure_slurm()
-    if problem:
-        pytest.skip(f"no Slurm here: {problem}")
-    base = tmp_path_factory.mktemp("slurm-3")
-    policy = base / "policy.yaml"
-    policy.write_text("backoff: {base_seconds: 1, max_seconds: 2}\n")  # keep the requeue cycle short
-    settings = ["--database-url", f"sqlite:///{base / 'failclass.db'}", "--policy", str(policy)]
-    with running_slurm(base, settings, nodes=3, port=16917) as cluster:
+    with slurm_for_tests(tmp_path_factory.mktemp("slurm-3"), nodes=3, port=16917) as cluster:
         yield cluster
 
 

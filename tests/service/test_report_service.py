@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from failclass.analytics.selection import MAX_VALUES
 WEEKS = ROOT / "tests" / "analytics"
 sys.path.insert(0, str(WEEKS))
 from chromium_page import PAGE_FACTS, Browser, chromium
-from report_weeks import ATTEMPTS, LOGS
+from report_weeks import LOGS, rows
 
 sys.path.remove(str(WEEKS))
 
@@ -34,18 +33,9 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     urls = iter(postgres_schema_url()) if request.param == "postgresql" else iter([f"sqlite:///{workdir / 'failclass.db'}"])
     database_url = next(urls)
     with running_service(database_url, workdir) as base:
-        for job, attempt, user, vc, status, start, minutes, gpus, reason in ATTEMPTS:
-            body = {
-                "job_id": job,
-                "attempt": attempt,
-                "user": user,
-                "vc": vc,
-                "status": status,
-                "gpus": gpus,
-                "start_time": start.isoformat(),
-                "end_time": (start + timedelta(minutes=minutes)).isoformat(),
-                "log": (ROOT / LOGS[reason]).read_text(errors="replace"),
-            }
+        for row in rows():  # the service classifies each from the log its reason names
+            body = {key: value for key, value in row.items() if key != "reason"}
+            body["log"] = (ROOT / LOGS[row["reason"]]).read_text(errors="replace")
             assert httpx.post(f"{base}/v1/attempts", json=body, timeout=60).status_code == 201
         yield {"base": base, "database_url": database_url, "database": request.param}
     next(urls, None)  # drops the PostgreSQL schema
