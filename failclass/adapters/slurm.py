@@ -39,7 +39,7 @@ from pathlib import Path
 
 from failclass.adapters.protocol import Answer, Decide, Finished, handle_finished
 from failclass.adapters.slurm_jobs import hostnames, node_gpus
-from failclass.adapters.slurm_state import EVIDENCE, ending_state, requeued_by_slurm, scheduler_evidence
+from failclass.adapters.slurm_state import ending_state, names_cause, requeued_by_slurm, scheduler_evidence
 from failclass.attempts import Attempt
 
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
@@ -201,7 +201,7 @@ class SlurmEpilog:
             return
         attempt = attempt_from_job(job, self.env, declared_inputs(self.scontrol.batch_script(self.job_id)))
         self.requeued = requeued_by_slurm(job.fields, self.env)
-        nodes = self.scontrol.show_nodes(attempt.nodes) if self.requeued or job.state in EVIDENCE else []
+        nodes = self.scontrol.show_nodes(attempt.nodes) if self.requeued or names_cause(job.state) else []
         state = ending_state(job.fields, self.requeued, nodes)
         requeued = " (requeued by Slurm)" if self.requeued else ""
         print(f"job {self.job_id} attempt {attempt.attempt}: {state}{requeued} on {allocation_text(job)}", file=sys.stderr)

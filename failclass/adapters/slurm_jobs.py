@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 import subprocess
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from failclass.errors import InputError
-from failclass.waste.allocation import JobAllocation
+
+if TYPE_CHECKING:
+    from failclass.waste.allocation import JobAllocation
 
 _RECORD = re.compile(r"^JobId=", re.MULTILINE)
 _NODE = re.compile(r"\bNodes=(\S+) CPU_IDs=\S* Mem=\S* (?:GRES|GRES_IDX)=(\S*)")
@@ -21,6 +24,8 @@ _FIELD = re.compile(r"(?:^|\s)(JobId|UserId|JobState|BatchFlag|Partition|StartTi
 
 def running_allocations(text: str) -> list[JobAllocation]:
     """Every RUNNING job of ``scontrol show job -d`` output, with its GPUs where Slurm names them."""
+    from failclass.waste.allocation import JobAllocation  # numpy loads for the idle watch, not the epilog
+
     starts = [m.start() for m in _RECORD.finditer(text)]
     jobs = []
     for begin, end in zip(starts, [*starts[1:], len(text)]):
@@ -28,9 +33,7 @@ def running_allocations(text: str) -> list[JobAllocation]:
         fields = dict(_FIELD.findall(record))
         if fields.get("JobState") != "RUNNING":
             continue
-        gpus = tuple(
-            (node, index) for nodes, gres in _NODE.findall(record) for node in hostnames(nodes) for index in _indices(gres)
-        )
+        gpus = tuple((node, index) for node, indices in node_gpus(record) for index in indices)
         jobs.append(
             JobAllocation(
                 fields["JobId"],

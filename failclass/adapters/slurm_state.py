@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from failclass.attempts import SchedulerEvidence
 from failclass.matching.taxonomy import builtin_taxonomy
 
-EVIDENCE = builtin_taxonomy().by_scheduler("slurm")  # state -> reason (taxonomy.yaml)
 REASON_STATES = {"NodeDown": "NODE_FAIL", "OutOfMemory": "OUT_OF_MEMORY", "TimeLimit": "TIMEOUT"}
 NODE_TROUBLE = ("DOWN", "FAIL", "NOT_RESPONDING")  # node state words (node_state_string) of a failed node
 JOB_KEYS = ("JobId", "JobState", "Reason", "ExitCode", "Restarts", "PreemptTime")
@@ -57,6 +56,11 @@ def ending_state(job: Mapping[str, str], requeued: bool = False, nodes: Sequence
     return state
 
 
+def names_cause(state: str) -> str | None:
+    """The reason a Slurm job state is evidence of (taxonomy.yaml's `scheduler` words), if any."""
+    return builtin_taxonomy().scheduler_words.get("slurm", {}).get(state)
+
+
 def troubled(node: Mapping[str, str]) -> bool:
     """A node record (`scontrol show node -o`) of a node that is down, failed or not responding."""
     return any(word in node.get("State", "").split("+") for word in NODE_TROUBLE)
@@ -68,7 +72,7 @@ def scheduler_evidence(
     """Slurm's word on the cause, if its record names one: the job's state fields and the
     records of the allocation's troubled nodes, keys and values as scontrol printed them."""
     state = ending_state(job, requeued, nodes)
-    reason = EVIDENCE.get(state)
+    reason = names_cause(state)
     if reason is None:
         return None
     lines = [" ".join(f"{key}={job[key]}" for key in JOB_KEYS if key in job)]

@@ -5,6 +5,7 @@ another period, the plots with captions computed from the data, and the tables."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import jinja2
@@ -36,12 +37,18 @@ def _figures(analysis: Analysis, taxonomy: Taxonomy) -> list[Figure]:
     return [figure for figure in drawn if figure.svg]
 
 
-def to_html(analysis: Analysis, taxonomy: Taxonomy) -> str:
-    report = analysis.report
+@cache
+def _template() -> jinja2.Template:
+    """The page's template, parsed once per process (the service renders it per request)."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    return environment.get_template(TEMPLATE).render(
+    return environment.get_template(TEMPLATE)
+
+
+def to_html(analysis: Analysis, taxonomy: Taxonomy) -> str:
+    report = analysis.report
+    return _template().render(
         report=report,
         scope=analysis.scope,
         comparison=analysis.comparison,

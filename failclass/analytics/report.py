@@ -15,7 +15,6 @@ from failclass.analytics.table7 import Table7Row, table7
 from failclass.matching.taxonomy import NO_SIGNATURE, Taxonomy
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
-# The reason that makes a killed attempt a failure (the scheduler took the GPUs away).
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class Report:
 def is_failure(record: AttemptRecord, taxonomy: Taxonomy) -> bool:
     """What Table 7 counts: attempts that failed, and killed ones that were preempted; a
     job killed by its user is no failure (it counts in Table 6)."""
-    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason in taxonomy.preemptions())
+    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason in taxonomy.preemptions)
 
 
 def reason_of(record: AttemptRecord) -> str:

@@ -188,7 +188,7 @@ def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True, on_
         attempts.append(row)
         on_progress(len(attempts), None)
 
-    preempted = builtin_taxonomy().preemptions()  # the scheduler ended them: killed, not failed
+    preempted = builtin_taxonomy().preemptions  # the scheduler ended them: killed, not failed
     for stats in read_table7():
         trials, jobs = scaled(stats.trials, fraction), scaled(stats.jobs, fraction)
         jobs = min(jobs, trials)

@@ -8,8 +8,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tqdm import tqdm
-
 Advance = Callable[[int, int | None], None]
 
 
@@ -17,6 +15,8 @@ Advance = Callable[[int, int | None], None]
 def progress(description: str, unit: str) -> Iterator[Advance]:
     """A bar for the duration of the block; the block hands the callable it yields to
     the library, which calls it with (done, total)."""
+    from tqdm import tqdm  # every command imports this module; only long work draws a bar
+
     bar = tqdm(
         desc=description, unit=f" {unit}", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False, dynamic_ncols=True
     )

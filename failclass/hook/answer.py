@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+RECORDED = "recorded"  # the answer about a passed attempt: recorded for the reports, nothing decided
+
 
 @dataclass(frozen=True)
 class Explanation:
@@ -91,6 +93,12 @@ class HookAnswer:
             else None,
             **{"fallback": body.get("fallback"), **context},
         )
+
+    @classmethod
+    def of_recorded(cls, decision: Mapping[str, Any] | None, mode: str, **context: Any) -> HookAnswer:
+        """The answer about a recorded attempt: its decision, or RECORDED for a passed one
+        (recorded for the reports, nothing decided)."""
+        return cls(RECORDED, mode, **context) if decision is None else cls.from_json(decision, **context)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {}

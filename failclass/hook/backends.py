@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from failclass.attempts import Attempt, SchedulerEvidence
 from failclass.classifier import Classifier, Examination
-from failclass.hook.answer import HookAnswer
+from failclass.hook.answer import RECORDED, HookAnswer
 from failclass.hook.evidence import with_scheduler
 from failclass.policy.config import PolicyConfig
 from failclass.usecases import admit_submission, decide_without_history, report_attempt
@@ -40,9 +40,8 @@ EXIT_CODES = {
     "hold": 14,
     "reject": 15,
     "admit": 0,
-    "recorded": 0,
+    RECORDED: 0,
 }
-RECORDED = "recorded"  # the answer about a passed attempt: recorded for the reports, nothing decided
 
 
 def exit_code(answer: HookAnswer) -> int:
@@ -74,9 +73,7 @@ class LocalBackend:
         log, examined = examine(self.classifier, logs, scheduler)
         recorded = report_attempt(self.store, attempt, examined, self.policy)
         context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification, "log": str(log)}
-        if recorded.decision is None:  # a passed attempt: recorded, nothing decided
-            return HookAnswer(RECORDED, self.policy.mode, **context)
-        return HookAnswer.from_json(recorded.decision, **context)
+        return HookAnswer.of_recorded(recorded.decision, self.policy.mode, **context)
 
     def next_attempt(self, job_id: str) -> int:
         return max((a["attempt"] for a in self.store.job(job_id)), default=0) + 1

@@ -16,7 +16,7 @@ from failclass.attempts import Attempt, SchedulerEvidence
 from failclass.classifier import Classifier
 from failclass.errors import ServiceRefused
 from failclass.hook.answer import HookAnswer
-from failclass.hook.backends import RECORDED, local_fallback
+from failclass.hook.backends import local_fallback
 from failclass.limits import LIMITS
 from failclass.policy.config import PolicyConfig
 
@@ -87,9 +87,7 @@ class RemoteBackend:
             why = f"service unreachable ({exc}), tried twice: decided locally from the rules, without history"
             return local_fallback(attempt, logs, self.classifier, self.policy, why, scheduler)
         context: dict[str, Any] = {"attempt_id": answer["attempt_id"], "classification": answer["classification"]}
-        if answer["decision"] is None:
-            return HookAnswer(RECORDED, self.policy.mode, **context)
-        return HookAnswer.from_json(answer["decision"], **context)
+        return HookAnswer.of_recorded(answer["decision"], self.policy.mode, **context)
 
     def admit(self, attempt: Attempt) -> HookAnswer:
         try:

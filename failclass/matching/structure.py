@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 import hyperscan
 
+from failclass.limits import LIMITS
 from failclass.logs.text import Tail
 from failclass.logs.tracebacks import exceptions_in
 from failclass.matching.exceptions import ExceptionPattern
@@ -59,7 +60,7 @@ class StructureMatcher:
             for rule_id, pattern in list(pending.items()):
                 if pattern.matches(raised):
                     del pending[rule_id]
-                    yield Hit(rule_id, raised.offset, raised.line, raised.text.strip()[:600])
+                    yield Hit(rule_id, raised.offset, raised.line, raised.text.strip()[: LIMITS.evidence_chars])
             if not pending:
                 return
 

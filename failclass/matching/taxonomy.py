@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import yaml
@@ -41,13 +41,19 @@ class Taxonomy:
         """Reasons that only say how a process died: the model may name the cause instead."""
         return frozenset(r.id for r in self.reasons.values() if r.consequence)
 
+    @cached_property
     def preemptions(self) -> frozenset[str]:
         """Reasons whose killed attempts count as failures (Table 7 counts preempted jobs)."""
         return frozenset(r.id for r in self.reasons.values() if r.preemption)
 
-    def by_scheduler(self, scheduler: str) -> dict[str, str]:
-        """A scheduler's words for how a job ended -> the reason each is evidence of."""
-        return {word: r.id for r in self.reasons.values() for name, word in r.scheduler if name == scheduler}
+    @cached_property
+    def scheduler_words(self) -> dict[str, dict[str, str]]:
+        """Per scheduler, its words for how a job ended -> the reason each is evidence of."""
+        words: dict[str, dict[str, str]] = {}
+        for reason in self.reasons.values():
+            for scheduler, word in reason.scheduler:
+                words.setdefault(scheduler, {})[word] = reason.id
+        return words
 
     def names(self) -> dict[str, str]:
         """Reason id -> its name in Table 7."""

@@ -94,10 +94,10 @@ def _names(line: str, node: str) -> bool:
 
 
 def _excluded_nodes(
-    config: PolicyConfig, attempt: Attempt, failure: Failure, history: History, rules: ReasonPolicy
+    config: PolicyConfig, attempt: Attempt, implicated: tuple[str, ...], history: History, rules: ReasonPolicy
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(nodes to exclude from the retry, nodes that became suspect with this failure)."""
-    implicated = implicated_nodes(attempt, failure)
+    """(nodes to exclude from the retry, nodes that became suspect with this failure), given
+    the nodes this failure implicates."""
     jobs = {node: set(ids) for node, ids in history.node_jobs.items()}
     if rules.suspect_node:
         for node in implicated:
@@ -131,10 +131,11 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
 
     inputs = implicated_inputs(attempt, failure) if rules.blacklist_inputs else ()
     blacklist = _input_effects(config, attempt, history, inputs)
-    exclude, suspects = _excluded_nodes(config, attempt, failure, history, rules)
+    implicated = implicated_nodes(attempt, failure)
+    exclude, suspects = _excluded_nodes(config, attempt, implicated, history, rules)
     user_count = history.user_failures.get(failure.reason, 0) + 1
     hold = rules.hold_after is not None and user_count >= rules.hold_after
-    nodes = implicated_nodes(attempt, failure) if rules.suspect_node else ()
+    nodes = implicated if rules.suspect_node else ()
     effects = Effects(failure.reason if hold else None, blacklist, suspects, inputs, nodes)
     counters: dict[str, Any] = {"user_failures": user_count} if rules.hold_after is not None else {}
     if inputs:

@@ -159,7 +159,7 @@ def scheduler_evidence(pod: FailedPod) -> SchedulerEvidence | None:
     kernel killed for its memory limit (OOMKilled) is cpu_oom; a pod the kubelet evicted
     (node pressure: the node, not the job, ran short) is job_preempted; an exceeded
     activeDeadlineSeconds, like a time limit, names nothing and the log speaks."""
-    words = builtin_taxonomy().by_scheduler("kubernetes")  # termination reason -> reason (taxonomy.yaml)
+    words = builtin_taxonomy().scheduler_words.get("kubernetes", {})  # termination reason -> reason (taxonomy.yaml)
     for said in (*(end.reason for end in pod.ends), pod.reason):
         if said in words:
             return SchedulerEvidence(words[said], f"kubernetes.{said.lower()}", tuple(evidence_lines(pod)))
