@@ -39,10 +39,10 @@ __all__ = ["Recorded", "RequestIdentity", "Store", "default_database_url", "make
 
 @dataclass(frozen=True)
 class RequestIdentity:
-    """Who asked what: the idempotency key scoped to its caller (None: no key) and the
-    digest of the request it came with."""
+    """Who asked what: the idempotency key scoped to its caller and the digest of the
+    request it came with."""
 
-    key: str | None
+    key: str
     digest: str
 
 
@@ -85,7 +85,7 @@ class Store(StoreViews):
         IdempotencyConflict."""
         now = now or datetime.now(UTC)
         keys = [f"job:{attempt.job_id}", f"user:{attempt.user}", *(f"path:{p}" for p in lock_paths)]
-        if request is not None and request.key is not None:
+        if request is not None:
             keys.append(f"key:{request.key}")
         try:
             with self.serialised(keys) as session:
@@ -110,7 +110,7 @@ class Store(StoreViews):
     def _existing(session: Session, attempt: Attempt, request: RequestIdentity | None) -> AttemptRow | None:
         """The attempt as recorded before: by the request's key (which must have come
         with the same request), else by job and attempt number."""
-        if request is not None and request.key is not None:
+        if request is not None:
             found = session.scalar(select(AttemptRow).where(AttemptRow.idempotency_key == request.key))
             if found is not None:
                 if found.request_digest not in (None, request.digest):

@@ -30,11 +30,14 @@ def _attempt(body: AttemptIn) -> Attempt:
         raise HTTPException(422, str(exc)) from None
 
 
-def identity(body: AttemptIn, caller: str | None, header_key: str | None) -> RequestIdentity:
-    """The request's digest, and its idempotency key scoped to the caller: two tokens
-    that happen to pick the same key never see each other's answers."""
+def identity(body: AttemptIn, caller: str | None, header_key: str | None) -> RequestIdentity | None:
+    """The idempotency key scoped to the caller (two tokens that happen to pick the same key
+    never see each other's answers) and the request's digest; None without a key (nothing
+    to compare, so the log is not hashed)."""
     key = body.idempotency_key or header_key
-    scoped = None if key is None else hashlib.sha256(f"{caller or ''}\0{key}".encode()).hexdigest()
+    if key is None:
+        return None
+    scoped = hashlib.sha256(f"{caller or ''}\0{key}".encode()).hexdigest()
     return RequestIdentity(scoped, hashlib.sha256(body.digest_source()).hexdigest())
 
 
