@@ -27,6 +27,10 @@ class Limits:
     waste_jobs_file_bytes: int = 256 << 20
     waste_log_lines: int = 200_000  # evidence and loss lines kept from one job's log
     waste_line_chars: int = 4096  # of each of them
+    container_log_lines: int = 20_000  # of a failed container's log, the end the controller reads
+    container_log_bytes: int = 16 << 20
+    k8s_explanation_chars: int = 1000  # of the decision's message, written on the Job
+    slurm_comment_chars: int = 250  # of the decision, written in the job's comment
     int32_min: int = -(2**31)  # the store's INTEGER columns (PostgreSQL: 4 bytes)
     int32_max: int = 2**31 - 1
 

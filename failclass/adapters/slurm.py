@@ -41,11 +41,11 @@ from failclass.adapters.protocol import Answer, Decide, Finished, handle_finishe
 from failclass.adapters.slurm_jobs import hostnames, node_gpus
 from failclass.adapters.slurm_state import ending_state, names_cause, requeued_by_slurm, scheduler_evidence
 from failclass.attempts import Attempt
+from failclass.limits import LIMITS
 
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/:]*)=")
 _DIRECTIVE = re.compile(r"^#FAILCLASS\s+inputs\s+(.+)$", re.MULTILINE)
 _GPUS = re.compile(r"gres/gpu(?::[^=,]+)?=(\d+)")
-COMMENT_CHARS = 250
 REQUEUE = ("retry", "retry_elsewhere", "retry_with_more_resources")
 NO_RETRY_ENV = "FAILCLASS_SLURM_NO_RETRY"
 RELEASED = "failclass: released"
@@ -129,7 +129,7 @@ def comment_for(answer: Answer) -> str:
     text = f"{prefix}: {answer.summary()}"
     if answer.fallback:
         text += " [fallback: local rules]"
-    return text.replace('"', "'")[:COMMENT_CHARS]
+    return text.replace('"', "'")[: LIMITS.slurm_comment_chars]
 
 
 class Scontrol:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
-from failclass.adapters.slurm import COMMENT_CHARS, RELEASED
+from failclass.adapters.slurm import RELEASED
+from failclass.limits import LIMITS
 from failclass.waste.watch import RELEASE, Signal
 
 Run = Callable[[list[str]], subprocess.CompletedProcess[str]]
@@ -25,7 +26,7 @@ def act(signal: Signal, run: Run = _run) -> list[str]:
         message += f" (GPUs {', '.join(signal.gpus)})"
     commands = [["scontrol", "notify", signal.job, message]]
     if signal.action == RELEASE:
-        comment = f"{RELEASED}: {signal.reason}".replace('"', "'")[:COMMENT_CHARS]
+        comment = f"{RELEASED}: {signal.reason}".replace('"', "'")[: LIMITS.slurm_comment_chars]
         commands += [["scontrol", "update", f"JobId={signal.job}", f"Comment={comment}"], ["scancel", signal.job]]
     done = []
     for command in commands:

@@ -28,6 +28,10 @@ ROWS = {  # limit -> the first cell of its README row
     "waste_jobs_file_bytes": "waste: a jobs file",
     "waste_log_lines": "waste: lines kept from one job's log",
     "waste_line_chars": "waste: lines kept from one job's log",
+    "container_log_lines": "a failed container's log (Kubernetes controller)",
+    "container_log_bytes": "a failed container's log (Kubernetes controller)",
+    "k8s_explanation_chars": "decision written on a Kubernetes Job / in a Slurm job's comment",
+    "slurm_comment_chars": "decision written on a Kubernetes Job / in a Slurm job's comment",
     "int32_min": "integers (exit code, signal, GPUs, attempt, ids)",
     "int32_max": "integers (exit code, signal, GPUs, attempt, ids)",
 }

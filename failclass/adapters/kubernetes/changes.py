@@ -18,8 +18,8 @@ from typing import Any
 
 from failclass.adapters.kubernetes.objects import ANNOTATION, JobState
 from failclass.adapters.protocol import Answer
+from failclass.limits import LIMITS
 
-EXPLANATION_CHARS = 1000
 ENDS_NOW = ("no_retry", "reject", "retry_with_more_resources")
 
 
@@ -39,7 +39,7 @@ class JobDecision:
         return cls(
             action=answer.action,
             reason=str(explanation.reason if explanation else None),
-            message=(explanation.message if explanation else "")[:EXPLANATION_CHARS],
+            message=(explanation.message if explanation else "")[: LIMITS.k8s_explanation_chars],
             enforced=answer.enforced,
             exclude_nodes=answer.exclude_nodes,
         )

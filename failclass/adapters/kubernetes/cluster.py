@@ -17,9 +17,8 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from failclass.adapters.kubernetes.changes import JobChange
 from failclass.adapters.kubernetes.objects import HANDLED, FailedPod, JobState, parse_job, parse_pod
+from failclass.limits import LIMITS
 
-LOG_LINES = 20_000  # the end of a container's log: where failures are
-LOG_BYTES = 16 * 1024 * 1024
 REQUEST_SECONDS = 30
 GONE, CONFLICT, NOT_FOUND = 410, 409, 404
 
@@ -130,7 +129,12 @@ class Cluster:
         """The end of a container's log ("" when the kubelet has none to give)."""
         try:
             response: Any = self.core.read_namespaced_pod_log(
-                pod.name, pod.namespace, container=container, tail_lines=LOG_LINES, limit_bytes=LOG_BYTES, _preload_content=False
+                pod.name,
+                pod.namespace,
+                container=container,
+                tail_lines=LIMITS.container_log_lines,
+                limit_bytes=LIMITS.container_log_bytes,
+                _preload_content=False,
             )
         except ApiException as exc:
             if exc.status in (NOT_FOUND, 400):  # the pod or its container is gone, or never started
