@@ -68,3 +68,31 @@ def test_every_public_and_holdout_log_has_its_url_or_scenario() -> None:
 def test_no_signature_fires_on_a_passed_job(classifier: Classifier, entry) -> None:  # type: ignore[no-untyped-def]
     result = classifier.classify_path(resolve(entry))
     assert result.reason == NO_SIGNATURE, result.evidence
+
+
+def test_no_rule_was_written_from_the_holdout(classifier: Classifier) -> None:
+    holdout = {e.source.split("#", 1)[0] for e in MANIFEST if e.origin == "holdout"}
+    cited = {
+        f"{rule.id}: {example.source}"
+        for rule in classifier.ruleset.rules
+        for example in rule.positives
+        if (example.source or "").split("#", 1)[0] in holdout
+    }
+    assert not cited, "rules cite holdout logs (move those logs to corpora/public/):\n" + "\n".join(sorted(cited))
+
+
+def test_an_example_cut_from_a_corpus_log_carries_its_label(classifier: Classifier) -> None:
+    """The guide labels both: an excerpt taken from a labelled log answers that log's reason, unless the
+    excerpt is a consequence line (a fatal signal, a launcher's report) of a log whose root cause is earlier."""
+    labels: dict[str, set[str]] = defaultdict(set)
+    for entry in MANIFEST:
+        labels[entry.source.split("#", 1)[0]].add(entry.reason)
+    consequences = classifier.ruleset.taxonomy.consequences()
+    disagree = [
+        f"{rule.id} ({example.classify_as or rule.reason}): {example.source} is labelled {sorted(labels[source])}"
+        for rule in classifier.ruleset.rules
+        for example in rule.positives
+        if (source := (example.source or "").split("#", 1)[0]) in labels
+        and (example.classify_as or rule.reason) not in labels[source] | consequences
+    ]
+    assert not disagree, "\n".join(disagree)
