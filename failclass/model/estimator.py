@@ -3,7 +3,8 @@ real line of the log that weighs most for it.
 
 Features: the words of the failure region (failclass.logs.region: the trouble-sounding
 lines near the end and the last lines, numbers and addresses masked), their pairs within
-a line, and a marker for each exception line (``EXC_<type>``), weighted by TF-IDF
+a line, the parts of compound identifiers (snake_case, CamelCase), and a marker for each
+exception line (``EXC_<type>``), weighted by TF-IDF
 (sublinear, L2-normalised) over a vocabulary of the words seen in at least two training
 logs. Classifier: a multinomial logistic regression (class-balanced), fitted with
 scikit-learn. What is learnt is plain arrays (vocabulary, idf, coefficients), saved
@@ -30,12 +31,25 @@ from failclass.logs.region import normalise_line, region_lines
 from failclass.logs.tracebacks import EXCEPTION
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
+COMPOUND = re.compile(r"_|[a-z][A-Z]")  # snake_case or CamelCase: made of smaller words
+PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+
+
+def subwords(word: str) -> list[str]:
+    """The parts of a compound identifier, lowercased (``ProcessGroupNCCL`` -> process, group,
+    nccl), so that one framework's ``NcclCommWatchdog`` and another's ``nccl_timeout`` share
+    features; parts of two letters or fewer say too little."""
+    return ["SUB_" + part.lower() for part in PART.findall(word) if len(part) > 2]
 
 
 def line_tokens(line: str) -> list[str]:
-    """A normalised line's features: its words, their pairs, an exception marker."""
+    """A normalised line's features: its words, their pairs, the parts of compound words, an
+    exception marker."""
     words = WORD.findall(line)
     found = words + [f"{a} {b}" for a, b in pairwise(words)]
+    for word in words:
+        if COMPOUND.search(word):
+            found += subwords(word)
     raised = EXCEPTION.match(line.strip())
     if raised:
         found.append("EXC_" + raised["type"].rsplit(".", 1)[-1])

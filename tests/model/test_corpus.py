@@ -11,7 +11,7 @@ import pytest
 
 from failclass.classifier import Classifier
 from failclass.matching.taxonomy import NO_SIGNATURE, builtin_taxonomy
-from failclass.model.corpus import CORPORA, read_manifest, resolve, scan_corpus, split_of
+from failclass.model.corpus import CORPORA, Entry, read_manifest, resolve, scan_corpus, split_of
 
 MANIFEST = read_manifest()
 REASONS = set(builtin_taxonomy().reasons) - {NO_SIGNATURE}
@@ -81,18 +81,20 @@ def test_no_rule_was_written_from_the_holdout(classifier: Classifier) -> None:
     assert not cited, "rules cite holdout logs (move those logs to corpora/public/):\n" + "\n".join(sorted(cited))
 
 
-def test_an_example_cut_from_a_corpus_log_carries_its_label(classifier: Classifier) -> None:
-    """The guide labels both: an excerpt taken from a labelled log answers that log's reason, unless the
-    excerpt is a consequence line (a fatal signal, a launcher's report) of a log whose root cause is earlier."""
-    labels: dict[str, set[str]] = defaultdict(set)
+def test_an_example_cut_from_a_corpus_log_carries_its_label_or_loses_to_it(classifier: Classifier) -> None:
+    """An excerpt taken from a labelled log answers that log's reason; where it answers another (a line
+    of what followed the root cause: a fatal signal, a device that then failed to initialise), the whole
+    log must still be classified as its label, so the rule never overrules the guide in context."""
+    logs: dict[str, list[Entry]] = defaultdict(list)
     for entry in MANIFEST:
-        labels[entry.source.split("#", 1)[0]].add(entry.reason)
-    consequences = classifier.ruleset.taxonomy.consequences()
-    disagree = [
-        f"{rule.id} ({example.classify_as or rule.reason}): {example.source} is labelled {sorted(labels[source])}"
-        for rule in classifier.ruleset.rules
-        for example in rule.positives
-        if (source := (example.source or "").split("#", 1)[0]) in labels
-        and (example.classify_as or rule.reason) not in labels[source] | consequences
-    ]
+        logs[entry.source.split("#", 1)[0]].append(entry)
+    disagree = []
+    for rule in classifier.ruleset.rules:
+        for example in rule.positives:
+            for entry in logs.get((example.source or "").split("#", 1)[0], []):
+                if (example.classify_as or rule.reason) == entry.reason:
+                    continue
+                answer = classifier.classify_path(resolve(entry))
+                if answer.reason != entry.reason:
+                    disagree.append(f"{rule.id}: {entry.path} ({entry.reason}) is classified {answer.reason} by {answer.rule_id}")
     assert not disagree, "\n".join(disagree)
