@@ -59,6 +59,13 @@ class Scores:
         return self.predicted.count(NO_SIGNATURE) / len(self.predicted) if self.predicted else 0.0
 
     @property
+    def unexplained_share(self) -> float:
+        """Of the logs that name a reason (labelled anything but No signature), the share answered
+        No signature: the issue's "<= 3% where the log names a reason"."""
+        named = [p for t, p in zip(self.truth, self.predicted) if t != NO_SIGNATURE]
+        return named.count(NO_SIGNATURE) / len(named) if named else 0.0
+
+    @property
     def false_fire_rate(self) -> float:
         return len(self.passed_fired) / self.passed_total if self.passed_total else 0.0
 
@@ -74,6 +81,7 @@ class Scores:
             "accuracy": round(self.accuracy, 4),
             "macro_f1": round(self.macro_f1, 4),
             "no_signature_share": round(self.no_signature_share, 4),
+            "unexplained_share": round(self.unexplained_share, 4),
             "passed_logs": self.passed_total,
             "false_fire_rate": round(self.false_fire_rate, 4),
             "passed_fired": self.passed_fired,
@@ -171,6 +179,7 @@ def render(evaluation: Evaluation, names: dict[str, str]) -> str:
         ("accuracy", "accuracy", "{:.1%}"),
         ("macro F1 (reasons)", "macro_f1", "{:.3f}"),
         ('"No signature" share', "no_signature_share", "{:.1%}"),
+        ('  where the log names a reason', "unexplained_share", "{:.1%}"),
         ("false fires on passed logs", "false_fire_rate", "{:.1%}"),
     ):
         row = "".join(f"{fmt.format(getattr(score, attr)):>{width}}" for score, width in ((rules, 10), (both, 14), (alone, 14)))

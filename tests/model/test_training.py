@@ -17,9 +17,10 @@ LOG = ROOT / "corpora" / "public" / "no_signature" / "slurm_lightning_init_hang_
 def small_manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A few real logs of four reasons, both sides of the split, passed runs included."""
     chosen = []
-    for reason in ("gpu_oom", "syntax_error", "mpi_runtime_failure", "no_signature"):
-        for split in ("train", "test"):
-            chosen += [e for e in read_manifest() if e.reason == reason and e.split == split][:10]
+    for split in ("train", "test"):
+        for reason in ("gpu_oom", "syntax_error", "mpi_runtime_failure", "no_signature"):
+            chosen += [e for e in read_manifest() if e.reason == reason and e.split == split and e.outcome == "failed"][:10]
+        chosen += [e for e in read_manifest() if e.outcome == "passed" and e.split == split][:5]
     path = tmp_path_factory.mktemp("corpus") / "manifest.jsonl"
     write_manifest(chosen, path)
     return path
