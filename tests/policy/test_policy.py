@@ -20,7 +20,7 @@ from failclass.policy.decide import admit, backoff_seconds, decide, failures_cou
 LOGS = {
     "syntax": "corpora/produced/syntax_error/syntax_error__indentation__0.log",
     "nccl_timeout": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
-    "preempted": "corpora/produced/job_preempted/job_preempted__torchrun_sigterm__0.log",
+    "preempted": "corpora/public/job_preempted/submitit_slurm_preemption_store_barrier.log",
     "missing_input": "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log",
     "cpu_oom": "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log",
     "ecc": "corpora/public/gpu_ecc_error/alpaca_lora_uncorrectable_ecc.log",
