@@ -181,7 +181,8 @@ class Classifier:
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:
             return self._signature(winner, scan, reader.bytes_read, ranking)
-        unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
+        # nothing, or only "it failed" (but not a wrapper's report that names no cause)
+        unspecific = (winner is None or winner.rule.generic) and not ranking.no_cause
         guess = self._guess(tail, scan.lines, unspecific)
         if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others

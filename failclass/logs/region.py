@@ -28,8 +28,10 @@ FAILURE = re.compile(
 # files as No signature): a line that says something failed
 NO_CAUSE = re.compile(
     r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
-)  # Slurm ending a job on its time limit or a cancellation that names no cause: the guide files
-# these as No signature, so they are no failure line either
+    r"|error for training job \S+ failed\. reason: algorithmerror: (?:executeuserscripterror:|exit code: \d+)\s*$"
+)  # Slurm ending a job on its time limit or a cancellation that names no cause, and SageMaker's
+# client reporting that the training job failed without its cause: the guide files these as
+# No signature, so they are no failure line either
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")
@@ -57,6 +59,11 @@ def region_indices(lines: Sequence[str]) -> list[int]:
     recent.reverse()
     final = len(recent) - FINAL_LINES
     return [index for n, index in enumerate(recent) if n >= final or TROUBLE.search(lines[index].lower())]
+
+
+def names_no_cause(line: str) -> bool:
+    """Whether a line is one of those that report an end without its cause (see NO_CAUSE)."""
+    return NO_CAUSE.search(segment(line).lower()) is not None
 
 
 def shows_failure(lines: Sequence[str]) -> bool:

@@ -1,15 +1,21 @@
 """Root cause over consequence: order the rules that matched and say why the others lost.
 
 The winner has the highest priority; among equals, the earliest first match (a cascade
-follows its cause); then the rule id, so the answer never depends on load order.
+follows its cause); then the rule id, so the answer never depends on load order. Where a
+generic rule (one that says only that the program failed) matched a line that reports an
+end without its cause (a cloud SDK's "training job failed" wrapper), the generic rules say
+nothing: what they saw is the wrapper's traceback, which the guide files as No signature.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from failclass.logs.region import names_no_cause
 from failclass.matching.matcher import Hit
 from failclass.matching.rules import Rule
+
+WRAPPER = "generic, and it matched a report of the end that names no cause (No signature)"
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class Candidate:
 class Ranking:
     winner: Candidate | None
     others: tuple[tuple[Candidate, str], ...]
+    no_cause: bool = False  # a generic rule saw only a wrapper's report that names no cause
 
 
 def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
@@ -49,8 +56,11 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
 
 
 def rank(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> Ranking:
-    ordered = sorted(candidates(hits, rules), key=Candidate.order_key)
+    found = candidates(hits, rules)
+    wrapped = any(c.rule.generic and any(names_no_cause(hit.text) for hit in c.hits) for c in found)
+    void = tuple((c, WRAPPER) for c in found if wrapped and c.rule.generic)
+    ordered = sorted((c for c in found if not (wrapped and c.rule.generic)), key=Candidate.order_key)
     if not ordered:
-        return Ranking(None, ())
+        return Ranking(None, void, wrapped)
     winner = ordered[0]
-    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]))
+    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]) + void, wrapped)

@@ -179,7 +179,7 @@ def render(evaluation: Evaluation, names: dict[str, str]) -> str:
         ("accuracy", "accuracy", "{:.1%}"),
         ("macro F1 (reasons)", "macro_f1", "{:.3f}"),
         ('"No signature" share', "no_signature_share", "{:.1%}"),
-        ('  where the log names a reason', "unexplained_share", "{:.1%}"),
+        ("  where the log names a reason", "unexplained_share", "{:.1%}"),
         ("false fires on passed logs", "false_fire_rate", "{:.1%}"),
     ):
         row = "".join(f"{fmt.format(getattr(score, attr)):>{width}}" for score, width in ((rules, 10), (both, 14), (alone, 14)))

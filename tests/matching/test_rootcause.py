@@ -101,3 +101,29 @@ def test_equal_priority_earliest_wins_and_says_why(classifier: Classifier) -> No
 def test_no_rule_gives_no_signature(classifier: Classifier) -> None:
     result = classify(classifier, "training finished: 3 epochs, best loss 0.12\n")
     assert (result["reason"], result["source"], result["confidence"]) == ("no_signature", "none", 0.0)
+
+
+SAGEMAKER_WRAPPERS = [
+    ROOT / "corpora/public/no_signature" / f"{name}.log"
+    for name in (
+        "aws-samples_amazon-sagemaker-bert-classify-pytorch_2",
+        "aws_amazon-sagemaker-examples_1234",
+        "aws_amazon-sagemaker-examples_3444",
+    )
+]
+
+
+@pytest.mark.parametrize("log", SAGEMAKER_WRAPPERS, ids=lambda p: p.stem)
+def test_a_cloud_wrapper_that_names_no_cause_is_no_signature(classifier: Classifier, log) -> None:  # type: ignore[no-untyped-def]
+    """SageMaker's client says the training job failed, and why not: the guide's No signature,
+    though its own traceback and exception line would fire the generic rules."""
+    result = classifier.classify_path(log).to_dict(explain=True)
+    assert (result["reason"], result["source"]) == ("no_signature", "none")
+    voided = [m for m in result["also_matched"] if m["lost_because"].startswith("generic, and it matched a report")]
+    assert voided and all(m["reason"] == "traceback_from_crash" for m in voided)
+
+
+def test_a_cloud_wrapper_after_the_real_cause_leaves_the_cause(classifier: Classifier) -> None:
+    wrapper = SAGEMAKER_WRAPPERS[1].read_text()
+    oom = real(classifier, "gpu_oom.torch_cuda_oom")
+    assert classify(classifier, oom, wrapper)["reason"] == "gpu_oom"

@@ -158,7 +158,9 @@ def test_model_evidence_is_a_real_line_of_the_log(tmp_path: Path) -> None:
     save(FailureTextModel().fit(texts, labels), path, 0.0, {})  # no "no_signature" class, no threshold
     with_model = Classifier(model=load(path, KNOWN))
     rules = Classifier()
-    unexplained = [log for log in sorted(Path("corpora/public/no_signature").glob("*.log")) if rules.classify_path(log).source == "none"]
+    unexplained = [
+        log for log in sorted(Path("corpora/public/no_signature").glob("*.log")) if rules.classify_path(log).source == "none"
+    ]
     assert len(unexplained) >= 30
     for log in unexplained:
         result = with_model.classify_path(log)
