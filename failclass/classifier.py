@@ -9,7 +9,7 @@ from typing import Any
 
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import FINAL_LINES, region_indices, segment, shows_failure
+from failclass.logs.region import FINAL_LINES, names_no_cause, region_indices, segment, shows_failure
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
@@ -181,6 +181,9 @@ class Classifier:
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:
             return self._signature(winner, scan, reader.bytes_read, ranking)
+        if winner is not None and winner.rule.generic and not ranking.no_cause and self._ends_without_cause(tail, scan.lines):
+            ranking = rank(found, self.rules, ended_without_cause=True)
+            winner = ranking.winner
         # nothing, or only "it failed" (but not a wrapper's report that names no cause)
         unspecific = (winner is None or winner.rule.generic) and not ranking.no_cause
         guess = self._guess(tail, scan.lines, unspecific)
@@ -195,6 +198,13 @@ class Classifier:
         if winner is not None:
             return self._signature(winner, scan, reader.bytes_read, ranking)
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
+
+    @staticmethod
+    def _ends_without_cause(tail: Tail, total_lines: int) -> bool:
+        """Whether the log's last lines report an end that names no cause (a time limit, a
+        SIGTERM from outside, a cloud wrapper): what a generic rule saw is then that end."""
+        texts = [text for _, text in tail.numbered_lines(total_lines)]
+        return any(names_no_cause(texts[i]) for i in region_indices(texts)[-FINAL_LINES:])
 
     def _guess(self, tail: Tail, total_lines: int, unspecific: bool) -> ModelGuess | None:
         """The model's answer from the end of the log, if it names a failure confidently

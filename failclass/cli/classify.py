@@ -21,6 +21,8 @@ def human(path: str, result: Classification, explain: bool) -> str:
         head += f"  (rule {result.rule_id}, confidence {result.confidence:.2f})"
     elif result.source == "model":
         head += f"  (model, confidence {result.confidence:.2f})"
+    elif result.also_matched:  # rules matched, but only the end that the log reports without a cause
+        head += "  (no rule names a cause; --explain shows what matched)"
     else:
         head += "  (no rule matched)"
     lines = [head] + [f"    line {e.line}: {e.text}" for e in result.evidence]

@@ -29,9 +29,11 @@ FAILURE = re.compile(
 NO_CAUSE = re.compile(
     r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
     r"|error for training job \S+ failed\. reason: algorithmerror: (?:executeuserscripterror:|exit code: \d+)\s*$"
-)  # Slurm ending a job on its time limit or a cancellation that names no cause, and SageMaker's
-# client reporting that the training job failed without its cause: the guide files these as
-# No signature, so they are no failure line either
+    r"|received 15 death signal, shutting down workers|signalexception: process \d+ got signal: 15\s*$"
+)  # Slurm ending a job on its time limit or a cancellation that names no cause, torchrun told to
+# stop by a SIGTERM from outside, and SageMaker's client reporting that the training job
+# failed without its cause: the guide files these as No signature, so they are no failure
+# line either
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")

@@ -15,7 +15,7 @@ from failclass.logs.region import names_no_cause
 from failclass.matching.matcher import Hit
 from failclass.matching.rules import Rule
 
-WRAPPER = "generic, and it matched a report of the end that names no cause (No signature)"
+WRAPPER = "generic, and the log reports an end that names no cause (No signature)"
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,11 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
     return f"same priority and position as {winner.rule.id}; rule ids break the tie"
 
 
-def rank(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> Ranking:
+def rank(hits: tuple[Hit, ...], rules: dict[str, Rule], ended_without_cause: bool = False) -> Ranking:
+    """The winner and the losers with why; ``ended_without_cause``: the log's last lines
+    report an end that names no cause, so the generic rules say nothing (see above)."""
     found = candidates(hits, rules)
-    wrapped = any(c.rule.generic and any(names_no_cause(hit.text) for hit in c.hits) for c in found)
+    wrapped = ended_without_cause or any(c.rule.generic and any(names_no_cause(hit.text) for hit in c.hits) for c in found)
     void = tuple((c, WRAPPER) for c in found if wrapped and c.rule.generic)
     ordered = sorted((c for c in found if not (wrapped and c.rule.generic)), key=Candidate.order_key)
     if not ordered:

@@ -119,7 +119,7 @@ def test_a_cloud_wrapper_that_names_no_cause_is_no_signature(classifier: Classif
     though its own traceback and exception line would fire the generic rules."""
     result = classifier.classify_path(log).to_dict(explain=True)
     assert (result["reason"], result["source"]) == ("no_signature", "none")
-    voided = [m for m in result["also_matched"] if m["lost_because"].startswith("generic, and it matched a report")]
+    voided = [m for m in result["also_matched"] if m["lost_because"].startswith("generic, and the log reports an end")]
     assert voided and all(m["reason"] == "traceback_from_crash" for m in voided)
 
 
@@ -127,3 +127,15 @@ def test_a_cloud_wrapper_after_the_real_cause_leaves_the_cause(classifier: Class
     wrapper = SAGEMAKER_WRAPPERS[1].read_text()
     oom = real(classifier, "gpu_oom.torch_cuda_oom")
     assert classify(classifier, oom, wrapper)["reason"] == "gpu_oom"
+
+
+def test_torchrun_told_to_stop_from_outside_is_no_signature(classifier: Classifier) -> None:
+    """torchrun got SIGTERM (a scheduler's cancel, a preemption or a time limit: the log does
+    not say which), stopped its workers and raised SignalException: nothing names a cause."""
+    log = ROOT / "corpora/public/no_signature/torchrun_sigterm_agent_node.log"
+    result = classifier.classify_path(log).to_dict(explain=True)
+    assert (result["reason"], result["source"]) == ("no_signature", "none")
+    assert "traceback_from_crash.hf_torchelastic_sigterm_siblings" in {m["rule_id"] for m in result["also_matched"]}
+    sibling_clean_up = real(classifier, "traceback_from_crash.hf_torchelastic_sigterm_siblings", "Sending process 5938")
+    oom = real(classifier, "gpu_oom.torch_cuda_oom")
+    assert classify(classifier, oom, sibling_clean_up)["reason"] == "gpu_oom"  # a cause before the clean-up stays
