@@ -184,9 +184,9 @@ class Classifier:
         if winner is not None and winner.rule.generic and not ranking.no_cause and self._ends_without_cause(tail, scan.lines):
             ranking = rank(found, self.rules, ended_without_cause=True)
             winner = ranking.winner
-        # nothing, or only "it failed" (but not a wrapper's report that names no cause)
-        unspecific = (winner is None or winner.rule.generic) and not ranking.no_cause
-        guess = self._guess(tail, scan.lines, unspecific)
+        unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
+        # an end reported without a cause is the guide's No signature: the model does not guess over it
+        guess = None if ranking.no_cause else self._guess(tail, scan.lines, unspecific)
         if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others
             if winner is not None:

@@ -67,7 +67,7 @@ def test_leave_repository_out(classifier: Classifier, model: LoadedModel) -> Non
     evaluation, folds = cross_validate(MANIFEST, classifier.ruleset, model.threshold)
     rules, both = evaluation.scores["rules"], evaluation.scores["rules+model"]
     assert len(folds) == 5 and len(rules.truth) >= 2000
-    assert rules.accuracy >= 0.85 and both.accuracy >= 0.92  # measured: 0.869, 0.936
+    assert rules.accuracy >= 0.85 and both.accuracy >= 0.92  # measured: 0.869, 0.938
     assert both.macro_f1 >= 0.93  # measured: 0.948
     assert both.unexplained_share <= 0.02  # measured: 0.008
     assert both.false_fire_rate == 0.0
