@@ -9,7 +9,7 @@ from typing import Any
 
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import FINAL_LINES, names_no_cause, region_indices, segment, shows_failure
+from failclass.logs.region import TailLines, names_no_cause, segment, shows_failure
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Matcher, ScanResult
 from failclass.matching.rootcause import Candidate, Ranking, rank
@@ -118,7 +118,9 @@ class Classifier:
     the implicit signature (a consequence such as a bare traceback) or "No signature"
     stands. A model answer does not replace an implicit signature when it names the same
     reason (the rule's evidence explains more) or a reason that is itself only a
-    consequence (one that no explicit rule names): it would add nothing."""
+    consequence (one that no explicit rule names): it would add nothing. Nor does it answer
+    where the log reports an end that names no cause (a time limit, a SIGTERM from outside,
+    a cloud wrapper) and only generic rules matched, from that end on: that is No signature."""
 
     def __init__(
         self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
@@ -181,12 +183,15 @@ class Classifier:
         winner = ranking.winner
         if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:
             return self._signature(winner, scan, reader.bytes_read, ranking)
-        if winner is not None and winner.rule.generic and not ranking.no_cause and self._ends_without_cause(tail, scan.lines):
-            ranking = rank(found, self.rules, ended_without_cause=True)
+        generic = winner is not None and winner.rule.generic
+        lines = TailLines.of(tail.numbered_lines(scan.lines)) if generic or self.model is not None else None
+        if generic and lines is not None and (start := self._end_without_cause(ranking, lines)) is not None:
+            ranking = rank(found, self.rules, no_cause_from=start)
             winner = ranking.winner
         unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
-        # an end reported without a cause is the guide's No signature: the model does not guess over it
-        guess = None if ranking.no_cause else self._guess(tail, scan.lines, unspecific)
+        # an end reported without a cause, and nothing before it: No signature, the model does not guess
+        silent = ranking.no_cause and winner is None
+        guess = None if lines is None or silent else self._guess(lines, unspecific)
         if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others
             if winner is not None:
@@ -200,29 +205,31 @@ class Classifier:
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
 
     @staticmethod
-    def _ends_without_cause(tail: Tail, total_lines: int) -> bool:
-        """Whether the log's last lines report an end that names no cause (a time limit, a
-        SIGTERM from outside, a cloud wrapper): what a generic rule saw is then that end."""
-        texts = [text for _, text in tail.numbered_lines(total_lines)]
-        return any(names_no_cause(texts[i]) for i in region_indices(texts)[-FINAL_LINES:])
+    def _end_without_cause(ranking: Ranking, lines: TailLines) -> int | None:
+        """The line from which the log reports an end that names no cause: a generic rule's
+        own match there (SageMaker's client wrapper, torchrun's SignalException for SIGTERM)
+        sets aside every generic rule; otherwise such a line among the last lines (a time
+        limit, torchrun told to stop) sets aside those that matched from it on."""
+        generic = [c for c in (ranking.winner, *(c for c, _ in ranking.others)) if c is not None and c.rule.generic]
+        if any(names_no_cause(hit.text) for candidate in generic for hit in candidate.hits):
+            return 0
+        return lines.first_end_without_cause()
 
-    def _guess(self, tail: Tail, total_lines: int, unspecific: bool) -> ModelGuess | None:
+    def _guess(self, lines: TailLines, unspecific: bool) -> ModelGuess | None:
         """The model's answer from the end of the log, if it names a failure confidently
         (at its threshold; from NO_RULE_THRESHOLD when no rule, or only a generic one such
         as a bare traceback, fired and one of the log's last lines says that something
         failed)."""
         if self.model is None:
             return None
-        numbered = tail.numbered_lines(total_lines)
-        texts = [text for _, text in numbered]
+        numbered, texts, region = lines.numbered, lines.texts, lines.region
         probabilities = self.model.model.predict_proba(["\n".join(texts)])[0]
         best = int(probabilities.argmax())
         reason = str(self.model.model.classes_[best])
         confidence = float(probabilities[best])
         if reason == NO_SIGNATURE or confidence < min(self.model.threshold, NO_RULE_THRESHOLD):
             return None
-        region = region_indices(texts)
-        ending = [texts[i] for i in region[-FINAL_LINES:]]  # the log's last non-blank lines
+        ending = [texts[i] for i in lines.ending]  # the log's last non-blank lines
         if confidence < self.model.threshold and not (unspecific and shows_failure(ending)):
             return None
         strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from failclass.limits import LIMITS
 
@@ -61,6 +62,29 @@ def region_indices(lines: Sequence[str]) -> list[int]:
     recent.reverse()
     final = len(recent) - FINAL_LINES
     return [index for n, index in enumerate(recent) if n >= final or TROUBLE.search(lines[index].lower())]
+
+
+@dataclass(frozen=True)
+class TailLines:
+    """A log's tail as lines, read once for what the classifier asks of its end."""
+
+    numbered: list[tuple[int, str]]  # (line number in the log, text)
+    texts: list[str]
+    region: list[int]  # indices into texts of the failure region
+
+    @classmethod
+    def of(cls, numbered: list[tuple[int, str]]) -> TailLines:
+        texts = [text for _, text in numbered]
+        return cls(numbered, texts, region_indices(texts))
+
+    @property
+    def ending(self) -> list[int]:
+        """Indices of the log's last non-blank lines."""
+        return self.region[-FINAL_LINES:]
+
+    def first_end_without_cause(self) -> int | None:
+        """The line number of the first of the last lines that reports an end naming no cause."""
+        return next((self.numbered[i][0] for i in self.ending if names_no_cause(self.texts[i])), None)
 
 
 def names_no_cause(line: str) -> bool:

@@ -1,17 +1,17 @@
 """Root cause over consequence: order the rules that matched and say why the others lost.
 
 The winner has the highest priority; among equals, the earliest first match (a cascade
-follows its cause); then the rule id, so the answer never depends on load order. Where a
-generic rule (one that says only that the program failed) matched a line that reports an
-end without its cause (a cloud SDK's "training job failed" wrapper), the generic rules say
-nothing: what they saw is the wrapper's traceback, which the guide files as No signature.
+follows its cause); then the rule id, so the answer never depends on load order. Where the
+log reports an end without its cause (a time limit, torchrun told to stop by SIGTERM, a
+cloud SDK's "training job failed" wrapper; the classifier finds it), the generic rules
+(those that say only that the program failed) that matched from that end on say nothing:
+what they saw is that end, which the guide files as No signature.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from failclass.logs.region import names_no_cause
 from failclass.matching.matcher import Hit
 from failclass.matching.rules import Rule
 
@@ -37,7 +37,7 @@ class Candidate:
 class Ranking:
     winner: Candidate | None
     others: tuple[tuple[Candidate, str], ...]
-    no_cause: bool = False  # a generic rule saw only a wrapper's report that names no cause
+    no_cause: bool = False  # generic rules were set aside: they saw only an end reported without a cause
 
 
 def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
@@ -55,14 +55,14 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
     return f"same priority and position as {winner.rule.id}; rule ids break the tie"
 
 
-def rank(hits: tuple[Hit, ...], rules: dict[str, Rule], ended_without_cause: bool = False) -> Ranking:
-    """The winner and the losers with why; ``ended_without_cause``: the log's last lines
-    report an end that names no cause, so the generic rules say nothing (see above)."""
+def rank(hits: tuple[Hit, ...], rules: dict[str, Rule], no_cause_from: int | None = None) -> Ranking:
+    """The winner and the losers with why; the generic rules whose first match is on or
+    after line ``no_cause_from`` (an end reported without a cause) are set aside."""
     found = candidates(hits, rules)
-    wrapped = ended_without_cause or any(c.rule.generic and any(names_no_cause(hit.text) for hit in c.hits) for c in found)
-    void = tuple((c, WRAPPER) for c in found if wrapped and c.rule.generic)
-    ordered = sorted((c for c in found if not (wrapped and c.rule.generic)), key=Candidate.order_key)
+    aside = [c for c in found if no_cause_from is not None and c.rule.generic and c.first.line >= no_cause_from]
+    void = tuple((c, WRAPPER) for c in aside)
+    ordered = sorted((c for c in found if c not in aside), key=Candidate.order_key)
     if not ordered:
-        return Ranking(None, void, wrapped)
+        return Ranking(None, void, bool(void))
     winner = ordered[0]
-    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]) + void, wrapped)
+    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]) + void, bool(void))

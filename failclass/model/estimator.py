@@ -31,7 +31,7 @@ from failclass.logs.region import normalise_line, region_lines
 from failclass.logs.tracebacks import EXCEPTION
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
-COMPOUND = re.compile(r"_|[a-z][A-Z]")  # snake_case or CamelCase: made of smaller words
+COMPOUND = re.compile(r"_|[a-z][A-Z]|[A-Z]{2}[a-z]")  # snake_case, CamelCase, NCCLError: made of smaller words
 PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 

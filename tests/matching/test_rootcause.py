@@ -139,3 +139,19 @@ def test_torchrun_told_to_stop_from_outside_is_no_signature(classifier: Classifi
     sibling_clean_up = real(classifier, "traceback_from_crash.hf_torchelastic_sigterm_siblings", "Sending process 5938")
     oom = real(classifier, "gpu_oom.torch_cuda_oom")
     assert classify(classifier, oom, sibling_clean_up)["reason"] == "gpu_oom"  # a cause before the clean-up stays
+
+
+def test_an_end_without_a_cause_sets_aside_only_what_came_from_it_on(classifier: Classifier) -> None:
+    """A rank that died on its own exception, then Slurm's time limit on the job (the other
+    ranks hung): the exception came first and still speaks; the time limit alone would not."""
+    crash = real(classifier, "traceback_from_crash.uncaught_exception_line", "TrainerStateError")
+    time_limit = "".join(
+        line + "\n"
+        for line in (ROOT / "corpora/public/no_signature/Lightning-AI_pytorch-lightning_20542.log").read_text().splitlines()
+        if "TIME LIMIT" in line or "Job step aborted" in line
+    )
+    assert time_limit.count("\n") == 2
+    first = classify(classifier, crash, time_limit)
+    assert (first["reason"], first["rule_id"]) == ("traceback_from_crash", "traceback_from_crash.uncaught_exception_line")
+    sigterm_after = classify(classifier, time_limit, "[rank: 0] Received SIGTERM: 15\n", crash)
+    assert sigterm_after["reason"] == "no_signature"  # what the program printed as it was stopped names no cause

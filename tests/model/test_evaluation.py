@@ -58,7 +58,7 @@ def test_holdout_never_seen_logs(holdout: Evaluation) -> None:
     rules, both = holdout.scores["rules"], holdout.scores["rules+model"]
     assert len(rules.truth) >= 500
     assert rules.accuracy >= 0.82 and rules.macro_f1 >= 0.85  # measured: 0.843, 0.871
-    assert both.accuracy >= 0.91 and both.macro_f1 >= 0.91  # measured: 0.927, 0.925
+    assert both.accuracy >= 0.91 and both.macro_f1 >= 0.91  # measured: 0.929, 0.927
     assert both.unexplained_share <= 0.03  # measured: 0.006 (of the logs that name a reason)
 
 
@@ -68,7 +68,7 @@ def test_leave_repository_out(classifier: Classifier, model: LoadedModel) -> Non
     rules, both = evaluation.scores["rules"], evaluation.scores["rules+model"]
     assert len(folds) == 5 and len(rules.truth) >= 2000
     assert rules.accuracy >= 0.85 and both.accuracy >= 0.92  # measured: 0.867, 0.939
-    assert both.macro_f1 >= 0.93  # measured: 0.949
+    assert both.macro_f1 >= 0.93  # measured: 0.948
     assert both.unexplained_share <= 0.02  # measured: 0.008
     assert both.false_fire_rate == 0.0
 

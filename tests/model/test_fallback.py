@@ -68,6 +68,7 @@ def test_compound_identifiers_share_their_parts_across_frameworks() -> None:
     other = line_tokens("RuntimeError: NCCL communicator was aborted: nccl_comm_timeout")
     assert {"SUB_nccl", "SUB_error"} <= set(nccl) & set(other)
     assert "SUB_dist" in nccl and "SUB_backend" in nccl and "EXC_DistBackendError" in nccl
+    assert {"SUB_nccl", "SUB_error"} <= set(line_tokens("torch.distributed.NCCLError: remote process exited"))
     assert not any(token.startswith("SUB_") for token in line_tokens("Epoch 3 loss went down"))  # plain words stay whole
 
 
