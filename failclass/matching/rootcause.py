@@ -37,7 +37,11 @@ class Candidate:
 class Ranking:
     winner: Candidate | None
     others: tuple[tuple[Candidate, str], ...]
-    no_cause: bool = False  # generic rules were set aside: they saw only an end reported without a cause
+
+    @property
+    def no_cause(self) -> bool:
+        """Whether generic rules were set aside: they saw only an end reported without a cause."""
+        return any(why == WRAPPER for _, why in self.others)
 
 
 def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
@@ -63,6 +67,6 @@ def rank(hits: tuple[Hit, ...], rules: dict[str, Rule], no_cause_from: int | Non
     void = tuple((c, WRAPPER) for c in aside)
     ordered = sorted((c for c in found if c not in aside), key=Candidate.order_key)
     if not ordered:
-        return Ranking(None, void, bool(void))
+        return Ranking(None, void)
     winner = ordered[0]
-    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]) + void, bool(void))
+    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]) + void)
