@@ -11,30 +11,28 @@ TORCH := $(VENV)/.installed-torch
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# PyTorch (CPU wheel) for the scenarios and the Slurm end-to-end tests' real failing launch.
+# PyTorch's CPU build, for the scenarios and the Slurm end-to-end tests' real failing launch.
+# PyPI's Linux wheel is the CUDA build (2.7 GB more), so the CPU one comes from a folder of
+# wheels where the machine has one (TORCH_WHEELS), else from PyTorch's own CPU index.
+TORCH_WHEELS ?= /opt/wheels
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 $(TORCH): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test,corpus]'
+	$(BIN)/pip install --quiet --find-links $(TORCH_WHEELS) --extra-index-url $(TORCH_INDEX) 'torch==2.13.0+cpu'
+	$(BIN)/pip install --quiet -e '.[dev,corpus]'
 	touch $(TORCH)
 
 demo: $(STAMP)
 	$(BIN)/failclass classify samples/*.log
 	$(BIN)/failclass waste report samples/gpu/samples.parquet --jobs samples/gpu/jobs.csv --time-limit 8 --top 5
 
-# The Slurm end-to-end tests need Debian's slurm-wlm and munge (about 20 s to install), the
-# Prometheus one Debian's prometheus, the HTML report's browser test Debian's chromium; without
-# them (no root, no apt) those tests skip and say why.
+# The end-to-end tests' system tools (Slurm, promtool, Chromium, TypeScript with Grafana's
+# schema) are installed on first use; one that cannot be is named in a warning, and its
+# tests skip saying why (tests/install_tools.sh).
 test: $(TORCH)
-	command -v slurmctld >/dev/null || apt-get install -y -q slurm-wlm munge >/dev/null || \
-		(apt-get update -q >/dev/null && apt-get install -y -q slurm-wlm munge >/dev/null) || true
-	command -v prometheus >/dev/null || apt-get install -y -q prometheus >/dev/null || \
-		(apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null) || true
-	command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null || \
-		(apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null) || true
-	test -x $(VENV)/node/node_modules/.bin/tsc || npm install --silent --no-audit --no-fund --prefix $(VENV)/node \
-		typescript@5.9.3 @grafana/schema@13.2.3 >/dev/null || true  # the dashboard's check against Grafana's schema
+	tests/install_tools.sh
 	$(BIN)/python -m pytest -q
 
 # Regenerate the produced corpus (real failing programs; needs gcc, OpenMPI, root for the
@@ -63,10 +61,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/waste_scale.py
 
 lint: $(STAMP)
-	$(BIN)/pip install --quiet ruff mypy types-PyYAML
 	$(BIN)/ruff check failclass tests benchmarks corpora/*.py
 	$(BIN)/ruff format --check failclass tests benchmarks corpora/*.py
-	$(BIN)/mypy --ignore-missing-imports failclass
+	$(BIN)/mypy failclass
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import click
@@ -43,6 +45,10 @@ def main(
     ctx: click.Context, rules_dirs: tuple[Path, ...], model: Path | None, no_model: bool, model_threshold: float | None
 ) -> None:
     """failclass: name why a GPU training attempt failed, from its logs."""
+    # Each line reaches a pipe when it is written: long-running commands (the Kubernetes
+    # controller, watch, serve) are read while they run, not when they exit.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)
     ctx.obj = ClassifierOptions(tuple(rules_dirs), model, no_model, model_threshold)
 
 
