@@ -16,11 +16,13 @@ $(STAMP): pyproject.toml
 
 # PyTorch's CPU build, for the scenarios and the Slurm end-to-end tests' real failing launch.
 # PyPI's Linux wheel is the CUDA build (2.7 GB more), so the CPU one comes from a folder of
-# wheels where the machine has one (TORCH_WHEELS), else from PyTorch's own CPU index.
+# wheels where the machine has it (TORCH_WHEELS), else from PyTorch's own CPU index.
+TORCH_CPU := torch==2.13.0+cpu
 TORCH_WHEELS ?= /opt/wheels
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_SOURCE := $(if $(wildcard $(TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--find-links $(TORCH_WHEELS),--extra-index-url $(TORCH_INDEX))
 $(TORCH): $(STAMP)
-	$(BIN)/pip install --quiet --find-links $(TORCH_WHEELS) --extra-index-url $(TORCH_INDEX) 'torch==2.13.0+cpu'
+	$(BIN)/pip install --quiet $(TORCH_SOURCE) '$(TORCH_CPU)'
 	$(BIN)/pip install --quiet -e '.[dev,corpus]'
 	touch $(TORCH)
 
