@@ -9,21 +9,23 @@ from typing import Any
 
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import TailLines, names_no_cause, segment, shows_failure
+from failclass.logs.region import TailLines, names_no_cause, segment
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
-from failclass.matching.matcher import Matcher, ScanResult
-from failclass.matching.rootcause import Candidate, Ranking, rank
+from failclass.matching.matcher import Hit, Matcher, ScanResult
+from failclass.matching.rootcause import SURVIVED, Candidate, Ranking, rank
 from failclass.matching.rules import RuleSet, load_rules
 from failclass.matching.structure import StructureMatcher
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.model.artifact import LoadedModel
 
-# When no rule fired at all, "No signature" is almost always wrong for a log that ends on a
-# failure line: the model then speaks from this confidence on, below its own threshold
-# (leave-repository-out, it cuts the failed logs answered "No signature" from 7% to 2%; passed runs,
-# which end on no failure line or which it reads as no_signature, stay silent). The same holds
-# when only a generic rule fired (a bare traceback or exception line says that the program
-# failed, not why): leave-repository-out those rules were right on 17 of their 79 logs.
+# The model speaks only where the log shows a failure: a rule that names one (a cause or a
+# consequence) matched, or one of its last lines records one (failclass.logs.region's
+# FAILURE_RECORD: an exception, an error-level record, a fatal signal, an errno's message).
+# A log that ends mid-training, whatever words it prints, is No signature (the guide's
+# principle 6): a job killed from outside leaves exactly such a log. Where it shows a failure
+# and no rule, or only a generic one (a bare traceback says that the program failed, not
+# why), named it, "No signature" is almost always wrong: the model then speaks from this
+# confidence on, below its own threshold.
 NO_RULE_THRESHOLD = 0.15
 MODEL_WHY = (
     "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
@@ -180,18 +182,14 @@ class Classifier:
         scan = self.matcher.scan(tail.watch(reader))
         found = (*scan.hits, *self.structure.hits(tail, scan.lines))
         ranking = rank(found, self.rules)
-        winner = ranking.winner
-        if winner is not None and winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences:
-            return self._signature(winner, scan, reader.bytes_read, ranking)
-        generic = winner is not None and winner.rule.generic
+        if ranking.winner is not None and self._names_cause(ranking.winner):
+            return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
+        generic = ranking.winner is not None and ranking.winner.rule.generic
         lines = TailLines.of(tail.numbered_lines(scan.lines)) if generic or self.model is not None else None
-        if generic and lines is not None and (start := self._end_without_cause(ranking, lines)) is not None:
-            ranking = rank(found, self.rules, no_cause_from=start)
-            winner = ranking.winner
-        unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
-        # an end reported without a cause, and nothing before it: No signature, the model does not guess
-        silent = ranking.no_cause and winner is None
-        guess = None if lines is None or silent else self._guess(lines, unspecific)
+        if generic and lines is not None:
+            ranking = self._without_ended_generics(found, ranking, lines)
+        winner = ranking.winner
+        guess = None if lines is None else self._guess(lines, ranking)
         if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
             others = ranking.others
             if winner is not None:
@@ -204,6 +202,23 @@ class Classifier:
             return self._signature(winner, scan, reader.bytes_read, ranking)
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
 
+    def _names_cause(self, winner: Candidate) -> bool:
+        """Whether the winning rule names a root cause (explicit, of a reason that is not a
+        consequence): it answers at once, neither the model nor the log's end can change it."""
+        return winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences
+
+    def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines) -> Ranking:
+        """The ranking without the generic rules (a bare traceback, a clean-up) that saw only
+        an end without a failure: an end reported without a cause (see _end_without_cause),
+        or a log that went on after them and ends recording no failure (a traceback the job
+        survived, then a kill from outside)."""
+        if (start := self._end_without_cause(ranking, lines)) is not None:
+            return rank(found, self.rules, lambda candidate: candidate.first.line >= start)
+        if not lines.shows_failure:
+            ending = lines.ending_line
+            return rank(found, self.rules, lambda candidate: candidate.hits[-1].line < ending, SURVIVED)
+        return ranking
+
     @staticmethod
     def _end_without_cause(ranking: Ranking, lines: TailLines) -> int | None:
         """The line from which the log reports an end that names no cause: a generic rule's
@@ -215,22 +230,23 @@ class Classifier:
             return 0
         return lines.first_end_without_cause()
 
-    def _guess(self, lines: TailLines, unspecific: bool) -> ModelGuess | None:
-        """The model's answer from the end of the log, if it names a failure confidently
-        (at its threshold; from NO_RULE_THRESHOLD when no rule, or only a generic one such
-        as a bare traceback, fired and one of the log's last lines says that something
-        failed)."""
-        if self.model is None:
+    def _guess(self, lines: TailLines, ranking: Ranking) -> ModelGuess | None:
+        """The model's answer from the end of a log that shows a failure, if it names one
+        confidently: at its threshold, or from NO_RULE_THRESHOLD when no rule, or only a
+        generic one such as a bare traceback, fired. It does not guess over an end reported
+        without a cause with nothing before it (No signature), nor where the log shows no
+        failure: no rule named one and none of its last lines records one."""
+        winner = ranking.winner
+        unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
+        if self.model is None or (ranking.set_aside and winner is None) or (unspecific and not lines.shows_failure):
             return None
         numbered, texts, region = lines.numbered, lines.texts, lines.region
         probabilities = self.model.model.predict_proba(["\n".join(texts)])[0]
         best = int(probabilities.argmax())
         reason = str(self.model.model.classes_[best])
         confidence = float(probabilities[best])
-        if reason == NO_SIGNATURE or confidence < min(self.model.threshold, NO_RULE_THRESHOLD):
-            return None
-        ending = [texts[i] for i in lines.ending]  # the log's last non-blank lines
-        if confidence < self.model.threshold and not (unspecific and shows_failure(ending)):
+        floor = min(self.model.threshold, NO_RULE_THRESHOLD) if unspecific else self.model.threshold
+        if reason == NO_SIGNATURE or confidence < floor:
             return None
         strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]
         line, text = numbered[strongest]

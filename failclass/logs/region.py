@@ -22,11 +22,19 @@ TROUBLE = re.compile(
     r"error|exception|fail|fatal|abort|kill|signal|denied|cannot|can't|could not|unable|no such|not found"
     r"|invalid|traceback|terminat|nan|overflow|timeout|timed out|exit|core dumped|refused|closed|lost|warn|oom|memory"
 )  # searched in the lowercased line: ten times faster than re.IGNORECASE
-FAILURE = re.compile(
-    r"error|exception|fail|fatal|abort|traceback|denied|cannot|can't|could not|unable|not found|no such"
-    r"|refused|timed out|timeout|core dumped|terminat|out of memory|\boom|evict|preempt|segmentation|rejected|crash"
-)  # stricter than TROUBLE (no warnings, NaN, memory talk or a bare "Killed", which the guide
-# files as No signature): a line that says something failed
+FAILURE_RECORD = re.compile(
+    r"Traceback \(most recent call last\)"  # Python's traceback header
+    r"|(?<![\w.])(?:[\w.]*\.)?[A-Z]?\w*(?:Error|Exception|Failure|Fault)(?:\([\w.]*\))?(?::|\s*$)"  # an exception, an error
+    r"|\b(?:ERROR|FATAL|CRITICAL)\b"  # a log record's level, as loggers print it
+    r"|(?:^|[\s:\]])[EF]\d{4} \d\d:\d\d:\d\d|\d: [EF] [\w/.-]+:\d+\]"  # glog's and TensorFlow's E/F records
+    r"|terminate called after throwing|core dumped|Segmentation fault|Bus error|Illegal instruction"
+    r"|(?i:permission denied|no space left on device|connection refused|connection reset by peer|broken pipe"
+    r"|no such file or directory|cannot allocate memory|input/output error|read-only file system|out of memory"
+    r"|operation not permitted|network is unreachable|no route to host|stale file handle|disk quota exceeded)"
+)  # a line that records a failure: an exception, an error-level record, a fatal signal, an
+# errno's message (glibc's strerror wording). Words alone (`timeout=1800`, `error_rate`,
+# `fail_fast`, a UserWarning) are not: a log without such a line shows no failure, and the
+# guide files it as No signature (principle 6)
 NO_CAUSE = re.compile(
     r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
     r"|error for training job \S+ failed\. reason: algorithmerror: (?:executeuserscripterror:|exit code: \d+)\s*$"
@@ -82,6 +90,16 @@ class TailLines:
         """Indices of the log's last non-blank lines."""
         return self.region[-FINAL_LINES:]
 
+    @property
+    def ending_line(self) -> int:
+        """The line number in the log of the first of its last non-blank lines."""
+        return self.numbered[self.ending[0]][0] if self.ending else 0
+
+    @property
+    def shows_failure(self) -> bool:
+        """Whether one of the log's last lines records a failure (see shows_failure)."""
+        return shows_failure([self.texts[i] for i in self.ending])
+
     def first_end_without_cause(self) -> int | None:
         """The line number of the first of the last lines that reports an end naming no cause."""
         return next((self.numbered[i][0] for i in self.ending if names_no_cause(self.texts[i])), None)
@@ -93,10 +111,14 @@ def names_no_cause(line: str) -> bool:
 
 
 def shows_failure(lines: Sequence[str]) -> bool:
-    """Whether some line of the region says that something failed (principle 6 of the
-    labelling guide: a log with no failure line at all is "No signature")."""
-    said = (segment(line).lower() for line in lines)
-    return any(FAILURE.search(line) and not NO_CAUSE.search(line) for line in said)
+    """Whether some line records a failure (FAILURE_RECORD) other than an end reported
+    without a cause (principle 6 of the labelling guide: a log with no failure line at all
+    is "No signature")."""
+    for line in lines:
+        text = segment(line)
+        if FAILURE_RECORD.search(text) and not NO_CAUSE.search(text.lower()):
+            return True
+    return False
 
 
 def region_lines(text: str) -> list[str]:

@@ -5,17 +5,21 @@ follows its cause); then the rule id, so the answer never depends on load order.
 log reports an end without its cause (a time limit, torchrun told to stop by SIGTERM, a
 cloud SDK's "training job failed" wrapper; the classifier finds it), the generic rules
 (those that say only that the program failed) that matched from that end on say nothing:
-what they saw is that end, which the guide files as No signature.
+what they saw is that end, which the guide files as No signature. So do those of a log
+that goes on after them and ends recording no failure (a traceback the job survived, then
+a kill from outside).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from failclass.matching.matcher import Hit
 from failclass.matching.rules import Rule
 
 WRAPPER = "generic, and the log reports an end that names no cause (No signature)"
+SURVIVED = "generic, and the log goes on after it and ends recording no failure (No signature)"
 
 
 @dataclass(frozen=True)
@@ -39,9 +43,9 @@ class Ranking:
     others: tuple[tuple[Candidate, str], ...]
 
     @property
-    def no_cause(self) -> bool:
-        """Whether generic rules were set aside: they saw only an end reported without a cause."""
-        return any(why == WRAPPER for _, why in self.others)
+    def set_aside(self) -> bool:
+        """Whether generic rules were set aside: they saw only an end without a failure."""
+        return any(why in (WRAPPER, SURVIVED) for _, why in self.others)
 
 
 def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
@@ -59,13 +63,16 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
     return f"same priority and position as {winner.rule.id}; rule ids break the tie"
 
 
-def rank(hits: tuple[Hit, ...], rules: dict[str, Rule], no_cause_from: int | None = None) -> Ranking:
-    """The winner and the losers with why; the generic rules whose first match is on or
-    after line ``no_cause_from`` (an end reported without a cause) are set aside."""
+def rank(
+    hits: tuple[Hit, ...], rules: dict[str, Rule], aside: Callable[[Candidate], bool] | None = None, why: str = WRAPPER
+) -> Ranking:
+    """The winner and the losers with why; the generic rules that ``aside`` picks (those
+    that saw only an end reported without a cause, or that the log went on after) are set
+    aside, for ``why``."""
     found = candidates(hits, rules)
-    aside = [c for c in found if no_cause_from is not None and c.rule.generic and c.first.line >= no_cause_from]
-    void = tuple((c, WRAPPER) for c in aside)
-    ordered = sorted((c for c in found if c not in aside), key=Candidate.order_key)
+    set_aside = [c for c in found if aside is not None and c.rule.generic and aside(c)]
+    void = tuple((c, why) for c in set_aside)
+    ordered = sorted((c for c in found if c not in set_aside), key=Candidate.order_key)
     if not ordered:
         return Ranking(None, void)
     winner = ordered[0]

@@ -6,6 +6,9 @@ Folders under ``corpora/`` (see corpora/README.md):
 - ``produced/<reason>/NAME.log`` output of a real failing program run here, its facts
   (scenario, command, exit status) in ``NAME.json``;
 - ``passed/**/NAME.log``         real runs that finished (label ``no_signature``, outcome passed);
+- ``killed/NAME.log``            real runs killed from outside at a random point (a signal, a
+  time limit, a cancellation, an OOM kill that the log does not name): ``no_signature``,
+  outcome killed, on the test side and never trained on, even in cross-validation;
 - ``holdout/<reason>/NAME.log``  never-seen public logs kept out of training and of rule
   writing, to measure generalisation;
 - operators' labels (``failclass label``), always on the training side.
@@ -38,8 +41,8 @@ class Entry:
 
     path: str  # relative to the corpus root's parent (the checkout), or absolute for labels
     reason: str
-    outcome: str  # "failed" or "passed"
-    origin: str  # public, produced, passed, holdout, label
+    outcome: str  # "failed", "passed" or "killed"
+    origin: str  # public, produced, passed, killed, holdout, label
     source: str  # URL, scenario:<name>, program:<command> or label:<sha256>
     split: str
     sha256: str
@@ -47,6 +50,11 @@ class Entry:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
+
+    @property
+    def failure_free(self) -> bool:
+        """A run that did not fail (it passed, or was killed from outside): No signature."""
+        return self.outcome in ("passed", "killed")
 
 
 def source_key(source: str) -> str:
@@ -103,6 +111,8 @@ def scan_corpus(corpora: Path = CORPORA) -> Iterator[Entry]:
             yield _entry(log, log.parent.name, outcome, origin, split, base)
     for log in sorted((corpora / "passed").rglob("*.log")):
         yield _entry(log, NO_SIGNATURE, "passed", "passed", None, base)
+    for log in sorted((corpora / "killed").rglob("*.log")):
+        yield _entry(log, NO_SIGNATURE, "killed", "killed", "test", base)
 
 
 def scan_labels(labels: Path) -> Iterator[Entry]:

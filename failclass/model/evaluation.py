@@ -3,8 +3,9 @@ alone, with rules plus the fallback model (the product), and with the model alon
 top answer, whatever its confidence: what it would say of logs no rule knows).
 
 For failed logs: per-reason precision, recall and F1, accuracy, macro F1, the confusion
-matrix and the share answered "No signature" (Philly: 4.2% of failures). For passed
-logs: the false-fire rate, any answer but "No signature" (goal: 0).
+matrix and the share answered "No signature" (Philly: 4.2% of failures). For logs of runs
+that did not fail (passed, or killed from outside): the false-fire rate, any answer but
+"No signature" (goal: 0).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def score(
         raise ConfigError("evaluation needs a model")
     model = with_model.model.model
     failed = [e for e in chosen if e.outcome == "failed"]
-    passed = [e for e in chosen if e.outcome == "passed"]
+    passed = [e for e in chosen if e.failure_free]
     answers: dict[str, list[str]] = {config: [] for config in CONFIGURATIONS}
     fired: dict[str, list[str]] = {config: [] for config in CONFIGURATIONS}
     for done, entry in enumerate(failed + passed, 1):
@@ -173,14 +174,14 @@ def merged(name: str, parts: Sequence[tuple[Sequence[Entry], Evaluation]]) -> Ev
 def render(evaluation: Evaluation, names: dict[str, str]) -> str:
     """The report an operator reads: the headline figures side by side, then per reason."""
     rules, both, alone = (evaluation.scores[name] for name in CONFIGURATIONS)
-    out = [f"split {evaluation.split}: {len(rules.truth)} failed logs, {rules.passed_total} passed logs", ""]
+    out = [f"split {evaluation.split}: {len(rules.truth)} failed logs, {rules.passed_total} logs without a failure", ""]
     out.append(f"{'':28}{'rules':>10}{'rules+model':>14}{'model alone':>14}")
     for title, attr, fmt in (
         ("accuracy", "accuracy", "{:.1%}"),
         ("macro F1 (reasons)", "macro_f1", "{:.3f}"),
         ('"No signature" share', "no_signature_share", "{:.1%}"),
         ("  where the log names a reason", "unexplained_share", "{:.1%}"),
-        ("false fires on passed logs", "false_fire_rate", "{:.1%}"),
+        ("false fires, no failure", "false_fire_rate", "{:.1%}"),
     ):
         row = "".join(f"{fmt.format(getattr(score, attr)):>{width}}" for score, width in ((rules, 10), (both, 14), (alone, 14)))
         out.append(f"{title:28}{row}")
