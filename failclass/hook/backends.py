@@ -12,11 +12,14 @@ scheduler's own evidence (a Slurm NODE_FAIL, OUT_OF_MEMORY) is weighed against t
 Exit status, one per action (documented in the README): retry 10, retry_elsewhere 11,
 retry_with_more_resources 12, no_retry 13, hold 14, reject 15; admit 0. A decision in
 audit mode (not enforced), and a passed attempt (only recorded), exit 0. Errors: 1
-(unreadable logs), 2 (usage, including invalid facts).
+(unreadable logs), 2 (usage, including invalid facts), 3 (the store cannot be opened or
+used: failclass.store.StoreUnavailable).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -69,17 +72,28 @@ class LocalBackend:
 
         return Store.open(self.database_url)
 
+    @contextmanager
+    def _store(self) -> Iterator[Store]:
+        """The store; what goes wrong opening or using it is StoreUnavailable."""
+        from failclass.store.database import reaching
+
+        with reaching(self.database_url):
+            yield self.store
+
     def decide(self, attempt: Attempt, logs: list[Path], scheduler: SchedulerEvidence | None = None) -> HookAnswer:
         log, examined = examine(self.classifier, logs, scheduler)
-        recorded = report_attempt(self.store, attempt, examined, self.policy)
+        with self._store() as store:
+            recorded = report_attempt(store, attempt, examined, self.policy)
         context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification, "log": str(log)}
         return HookAnswer.of_recorded(recorded.decision, self.policy.mode, **context)
 
     def next_attempt(self, job_id: str) -> int:
-        return max((a["attempt"] for a in self.store.job(job_id)), default=0) + 1
+        with self._store() as store:
+            return max((a["attempt"] for a in store.job(job_id)), default=0) + 1
 
     def admit(self, attempt: Attempt) -> HookAnswer:
-        return HookAnswer.from_json(admit_submission(self.store, attempt, self.policy))
+        with self._store() as store:
+            return HookAnswer.from_json(admit_submission(store, attempt, self.policy))
 
 
 def local_fallback(
