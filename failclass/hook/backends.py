@@ -2,12 +2,15 @@
 
 Both work against the local store (a SQLite file, or any database URL) or a remote
 failclass service. When the service cannot be reached (connection refused, timeout,
-5xx), the call is tried once more after a short pause; if that fails too, `decide` falls back to the local rules and policy without history, counting every
-earlier attempt of the job as a failure of the same signature: a fallback never grants
-more retries than the budget; `admit` admits (failclass down must not stop a cluster).
-Either says so in its answer (`"fallback": ...`). Answers are HookAnswer values; the
-scheduler's own evidence (a Slurm NODE_FAIL, OUT_OF_MEMORY) is weighed against the logs
-(failclass.hook.evidence) before the policy decides.
+5xx), the call is tried once more after a short pause; if that fails too, `decide` falls
+back to the local rules and policy without history, counting every earlier attempt of
+the job as a failure of the same signature: a fallback never grants more retries than
+the budget. When the attempt number itself is unknown (not given, and the service could
+not say), the budget counts as spent: only retries that do not spend it are granted.
+`admit` admits (failclass down must not stop a cluster). Either says so in its answer
+(`"fallback": ...`). Answers are HookAnswer values; the scheduler's own evidence (a Slurm
+NODE_FAIL, OUT_OF_MEMORY) is weighed against the logs (failclass.hook.evidence) before
+the policy decides.
 
 Exit status, one per action (documented in the README): retry 10, retry_elsewhere 11,
 retry_with_more_resources 12, no_retry 13, hold 14, reject 15; admit 0. A decision in
@@ -84,7 +87,11 @@ class LocalBackend:
         log, examined = examine(self.classifier, logs, scheduler)
         with self._store() as store:
             recorded = report_attempt(store, attempt, examined, self.policy)
-        context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification, "log": str(log)}
+        context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification}
+        if recorded.duplicate:  # the answer recorded then; the logs given now did not speak
+            context["duplicate"] = True
+        else:
+            context["log"] = str(log)
         return HookAnswer.of_recorded(recorded.decision, self.policy.mode, **context)
 
     def next_attempt(self, job_id: str) -> int:
@@ -103,8 +110,10 @@ def local_fallback(
     policy: PolicyConfig,
     why: str,
     scheduler: SchedulerEvidence | None = None,
+    counted: bool = True,
 ) -> HookAnswer:
-    """A decision without the store (see decide_without_history), saying why."""
+    """A decision without the store (see decide_without_history), saying why; ``counted``
+    False: the attempt's number is unknown."""
     log, examined = examine(classifier, logs, scheduler)
-    decided = decide_without_history(attempt, examined, policy)
+    decided = decide_without_history(attempt, examined, policy, counted)
     return HookAnswer.from_json(decided, classification=decided["classification"], log=str(log), fallback=why)
