@@ -56,12 +56,20 @@ def report_attempt(
     )
 
 
-def decide_without_history(attempt: Attempt, examined: Examination, config: PolicyConfig) -> dict[str, Any]:
+def decide_without_history(attempt: Attempt, examined: Examination, config: PolicyConfig, counted: bool = True) -> dict[str, Any]:
     """A decision when the store cannot be reached: every earlier attempt of the job counts
-    as a failure of the same signature, so it never grants more retries than the budget."""
+    as a failure of the same signature, so it never grants more retries than the budget.
+    Not ``counted`` (the attempt's number is unknown), the budget counts as spent: a
+    retry that would spend it is refused, one that does not (a preemption) is granted."""
     failure = failure_of(examined)
-    earlier = tuple(PriorAttempt(n, failure.signature, failure.reason) for n in range(1, attempt.attempt))
-    decision = decide(attempt, failure, History(job_attempts=earlier), config)
+    rules = config.for_failure(failure.reason, failure.rule_id, attempt.vc)
+    earlier = attempt.attempt - 1 if counted else rules.max_retries
+    prior = tuple(PriorAttempt(n, failure.signature, failure.reason) for n in range(1, earlier + 1))
+    decision = decide(attempt, failure, History(job_attempts=prior), config)
+    if not counted and decision.clause.endswith(".max_retries"):
+        unknown = {**decision.counters, "failure_of_signature": None}
+        message = f"attempt number unknown: the retry budget ({rules.max_retries}) cannot be counted, so no retry is granted"
+        decision = dataclasses.replace(decision, message=message, counters=unknown)
     classification = examined.classification.to_dict()
     return {"classification": classification, **decision.to_dict(classification["evidence"])}
 

@@ -1,6 +1,7 @@
 """What every command shares: exit codes, the classifier options given to the group,
 and how library errors become click errors. Exit status: 0 success, 1 an input could
-not be read, 2 a usage or configuration error (click's own usage errors included)."""
+not be read, 2 a usage or configuration error (click's own usage errors included), 3 the
+store cannot be opened or used."""
 
 from __future__ import annotations
 
@@ -17,12 +18,19 @@ from failclass.options import ClassifierOptions
 
 EXIT_INPUT = 1
 EXIT_USAGE = 2
+EXIT_STORE = 3
 
 
 class ConfigProblem(click.ClickException):
     """Invalid rules, prefixes, taxonomy, model or policy: reported like a usage error."""
 
     exit_code = EXIT_USAGE
+
+
+class StoreProblem(click.ClickException):
+    """A store that cannot be opened or used (failclass.store.StoreUnavailable)."""
+
+    exit_code = EXIT_STORE
 
 
 def warn(text: str) -> None:

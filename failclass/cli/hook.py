@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from failclass.attempts import Attempt
+from failclass.attempts import STATUSES, Attempt
 from failclass.cli.common import classifier as build_classifier
 from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError, ServiceRefused
@@ -42,7 +42,7 @@ backend_options = [
         "--token-file",
         envvar="FAILCLASS_TOKEN_FILE",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="File holding the service's API token (write scope). Or set FAILCLASS_TOKEN.",
+        help="File holding the service's API token (write scope; read too to number attempts). Or set FAILCLASS_TOKEN.",
     ),
     click.option(
         "--token",
@@ -72,6 +72,9 @@ attempt_options = [
     click.option("--attempt", "attempt_no", type=click.IntRange(1, LIMITS.int32_max), help="Attempt number (default: the next)."),
     click.option("--node", "nodes", multiple=True, help="A node of the attempt's allocation (repeatable)."),
     click.option("--exit-code", type=INT32, help="The attempt's exit status."),
+    click.option(
+        "--status", type=click.Choice(STATUSES), help="How the attempt ended (default: passed for --exit-code 0, else failed)."
+    ),
     click.option("--signal", type=INT32, help="The signal that ended it, if any."),
     click.option("--start", "start_time", type=TIMES, help="When it started (ISO 8601)."),
     click.option("--end", "end_time", type=TIMES, help="When it ended (ISO 8601)."),
@@ -117,6 +120,8 @@ def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: Backend
         raise click.UsageError(
             "invalid attempt facts: " + "; ".join(f"{k}: expected an integer, got {merged[k]!r}" for k in wrong)
         )
+    if "status" not in merged and merged.get("exit_code") == 0:
+        merged["status"] = "passed"
     if not merged.get("job_id") or not merged.get("user"):
         raise click.UsageError("the attempt needs --job-id and --user (or both in --facts)")
     if not merged.get("attempt"):
@@ -219,15 +224,16 @@ def hook() -> None:
 def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
     """Classify the attempt's logs, record, decide; the exit status names the action:
     retry 10, retry_elsewhere 11, retry_with_more_resources 12, no_retry 13, hold 14,
-    reject 15 (0 when the policy is in audit mode or the attempt passed); 1 unreadable
-    log; 2 usage error or invalid facts."""
+    reject 15 (0 when the policy is in audit mode or the attempt passed: --status passed,
+    or --exit-code 0 without --status); 1 unreadable log; 2 usage error or invalid facts;
+    3 the store cannot be opened or used."""
     given = read_facts(facts)
     chosen = choice.open(ctx)
-    attempt = attempt_from(given, options, chosen)
-    logs = [Path(p) for p in attempt.logs]
-    if not logs:
-        raise click.UsageError('give the attempt\'s logs (--log, or "logs" in --facts)')
     try:
+        attempt = attempt_from(given, options, chosen)
+        logs = [Path(p) for p in attempt.logs]
+        if not logs:
+            raise click.UsageError('give the attempt\'s logs (--log, or "logs" in --facts)')
         answer = chosen.decide(attempt, logs)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -245,12 +251,12 @@ def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: Backen
 @click.pass_context
 @needs(reaches=("postgres",))
 def admit_command(ctx: click.Context, facts: Any, as_json: bool, choice: BackendChoice, **options: Any) -> None:
-    """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject); 2 usage error."""
+    """May this submission run? Exit 0 (admit), 14 (hold) or 15 (reject); 2 usage error;
+    3 the store cannot be opened or used."""
     given = read_facts(facts)
     chosen = choice.open(ctx)
-    attempt = attempt_from(given, options, chosen)
     try:
-        answer = chosen.admit(attempt)
+        answer = chosen.admit(attempt_from(given, options, chosen))
     except ServiceRefused as exc:
         raise click.UsageError(str(exc)) from None
     _print(answer, as_json)
@@ -358,6 +364,11 @@ def _print(answer: HookAnswer, as_json: bool) -> None:
         click.echo(json.dumps(answer.to_json(), default=str))
         return
     line = answer.summary()
+    if answer.duplicate:
+        line += (
+            f"\n  note: duplicate: this attempt was recorded before (attempt id {answer.attempt_id});"
+            " the answer recorded then, from the logs given then"
+        )
     if answer.fallback:
         line += f"\n  note: {answer.fallback}"
     click.echo(line, file=sys.stdout)

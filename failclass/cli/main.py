@@ -12,15 +12,28 @@ from failclass import __version__
 from failclass.cli.analytics import report, simulate
 from failclass.cli.batch import batch
 from failclass.cli.classify import classify
+from failclass.cli.common import StoreProblem
 from failclass.cli.hook import hook
 from failclass.cli.model import evaluate_command, label, train
 from failclass.cli.rules import rules
 from failclass.cli.serve import db, serve, token
 from failclass.cli.waste import waste, watch_command
 from failclass.options import ClassifierOptions
+from failclass.store import StoreUnavailable
 
 
-@click.group()
+class Failclass(click.Group):
+    """The root group: whichever command meets a store it cannot open or use ends with
+    one line naming the store and the cause, exit status 3."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except StoreUnavailable as exc:
+            raise StoreProblem(str(exc)) from None
+
+
+@click.group(cls=Failclass)
 @click.version_option(__version__, prog_name="failclass")
 @click.option(
     "--rules-dir",

@@ -71,12 +71,14 @@ def db() -> None:
 @needs(reaches=("postgres",))
 def db_upgrade(database_url: str | None) -> None:
     """Apply the schema migrations (the service also does at start)."""
-    from failclass.store.migrate import current, upgrade
-    from failclass.store.repository import default_database_url, make_engine
+    from failclass.store.database import default_database_url, masked, open_engine, reaching
+    from failclass.store.migrate import current
 
-    engine = make_engine(database_url or default_database_url())
-    upgrade(engine)
-    click.echo(f"{engine.url.render_as_string(hide_password=True)}: schema at revision {current(engine)}")
+    url = database_url or default_database_url()
+    engine = open_engine(url)
+    with reaching(url):
+        revision = current(engine)
+    click.echo(f"{masked(url)}: schema at revision {revision}")
 
 
 @click.group()

@@ -68,13 +68,14 @@ class HookAnswer:
     effects: AnswerEffects | None = None
     attempt_id: int | None = None
     classification: Mapping[str, Any] | None = None  # the classify contract (JSON), passed through
-    log: str | None = None  # the log that spoke for the attempt (local decisions)
+    log: str | None = None  # the log that spoke for the attempt (local decisions, not duplicates)
     fallback: str | None = None  # why the service was not asked (its answer was decided locally)
+    duplicate: bool = False  # the attempt was recorded before: this is the answer recorded then
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any], **context: Any) -> HookAnswer:
         """From a decision body (Decision.to_dict, the service's "decision") or an admission;
-        ``context`` adds attempt_id, classification, log or fallback."""
+        ``context`` adds attempt_id, classification, log, fallback or duplicate."""
         mode = str(body.get("mode") or "enforce")
         explanation, effects = body.get("explanation"), body.get("effects")
         return cls(
@@ -125,6 +126,8 @@ class HookAnswer:
             }
         if self.fallback is not None:
             body["fallback"] = self.fallback
+        if self.duplicate:
+            body["duplicate"] = True
         return body
 
     def summary(self) -> str:

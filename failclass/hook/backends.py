@@ -2,21 +2,27 @@
 
 Both work against the local store (a SQLite file, or any database URL) or a remote
 failclass service. When the service cannot be reached (connection refused, timeout,
-5xx), the call is tried once more after a short pause; if that fails too, `decide` falls back to the local rules and policy without history, counting every
-earlier attempt of the job as a failure of the same signature: a fallback never grants
-more retries than the budget; `admit` admits (failclass down must not stop a cluster).
-Either says so in its answer (`"fallback": ...`). Answers are HookAnswer values; the
-scheduler's own evidence (a Slurm NODE_FAIL, OUT_OF_MEMORY) is weighed against the logs
-(failclass.hook.evidence) before the policy decides.
+5xx), the call is tried once more after a short pause; if that fails too, `decide` falls
+back to the local rules and policy without history, counting every earlier attempt of
+the job as a failure of the same signature: a fallback never grants more retries than
+the budget. When the attempt number itself is unknown (not given, and the service could
+not say), the budget counts as spent: only retries that do not spend it are granted.
+`admit` admits (failclass down must not stop a cluster). Either says so in its answer
+(`"fallback": ...`). Answers are HookAnswer values; the scheduler's own evidence (a Slurm
+NODE_FAIL, OUT_OF_MEMORY) is weighed against the logs (failclass.hook.evidence) before
+the policy decides.
 
 Exit status, one per action (documented in the README): retry 10, retry_elsewhere 11,
 retry_with_more_resources 12, no_retry 13, hold 14, reject 15; admit 0. A decision in
 audit mode (not enforced), and a passed attempt (only recorded), exit 0. Errors: 1
-(unreadable logs), 2 (usage, including invalid facts).
+(unreadable logs), 2 (usage, including invalid facts), 3 (the store cannot be opened or
+used: failclass.store.StoreUnavailable).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -69,17 +75,32 @@ class LocalBackend:
 
         return Store.open(self.database_url)
 
+    @contextmanager
+    def _store(self) -> Iterator[Store]:
+        """The store; what goes wrong opening or using it is StoreUnavailable."""
+        from failclass.store.database import reaching
+
+        with reaching(self.database_url):
+            yield self.store
+
     def decide(self, attempt: Attempt, logs: list[Path], scheduler: SchedulerEvidence | None = None) -> HookAnswer:
         log, examined = examine(self.classifier, logs, scheduler)
-        recorded = report_attempt(self.store, attempt, examined, self.policy)
-        context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification, "log": str(log)}
+        with self._store() as store:
+            recorded = report_attempt(store, attempt, examined, self.policy)
+        context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification}
+        if recorded.duplicate:  # the answer recorded then; the logs given now did not speak
+            context["duplicate"] = True
+        else:
+            context["log"] = str(log)
         return HookAnswer.of_recorded(recorded.decision, self.policy.mode, **context)
 
     def next_attempt(self, job_id: str) -> int:
-        return max((a["attempt"] for a in self.store.job(job_id)), default=0) + 1
+        with self._store() as store:
+            return max((a["attempt"] for a in store.job(job_id)), default=0) + 1
 
     def admit(self, attempt: Attempt) -> HookAnswer:
-        return HookAnswer.from_json(admit_submission(self.store, attempt, self.policy))
+        with self._store() as store:
+            return HookAnswer.from_json(admit_submission(store, attempt, self.policy))
 
 
 def local_fallback(
@@ -89,8 +110,10 @@ def local_fallback(
     policy: PolicyConfig,
     why: str,
     scheduler: SchedulerEvidence | None = None,
+    counted: bool = True,
 ) -> HookAnswer:
-    """A decision without the store (see decide_without_history), saying why."""
+    """A decision without the store (see decide_without_history), saying why; ``counted``
+    False: the attempt's number is unknown."""
     log, examined = examine(classifier, logs, scheduler)
-    decided = decide_without_history(attempt, examined, policy)
+    decided = decide_without_history(attempt, examined, policy, counted)
     return HookAnswer.from_json(decided, classification=decided["classification"], log=str(log), fallback=why)

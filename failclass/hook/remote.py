@@ -6,9 +6,10 @@ only here, so a hook on the local store starts without it."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -18,6 +19,7 @@ from failclass.errors import ServiceRefused
 from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import local_fallback
 from failclass.limits import LIMITS
+from failclass.logs.text import log_end
 from failclass.policy.config import PolicyConfig
 
 SENT_BYTES = LIMITS.request_bytes // 2  # of the logs' ends sent: well inside the service's request limit
@@ -25,15 +27,10 @@ RETRY_PAUSE = 0.5  # seconds before the one retry of a service call that could n
 
 
 def read_ends(paths: list[Path], budget: int = SENT_BYTES) -> str:
-    """The end of each log (an equal share of the budget), one after the other."""
+    """The end of each log (an equal share of the budget) as the local path reads it
+    (gunzipped), one after the other."""
     share = budget // max(len(paths), 1)
-    parts = []
-    for path in paths:
-        with path.open("rb") as stream:
-            size = stream.seek(0, 2)
-            stream.seek(max(size - share, 0))
-            parts.append(stream.read().decode("utf-8", "replace"))
-    return "\n".join(parts)
+    return "\n".join(log_end(path, share).decode("utf-8", "replace") for path in paths)
 
 
 @dataclass
@@ -45,40 +42,60 @@ class RemoteBackend:
     timeout: float
     classifier: Classifier
     policy: PolicyConfig
+    uncounted: dict[str, str] = field(default_factory=dict)  # job id -> why its attempts could not be counted
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """The service's answer; a call that could not be made (no connection, timeout, 5xx)
-        is made once more after RETRY_PAUSE (requests carry an idempotency key), then raises."""
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        """The service's answer (a 4xx included); a call that could not be made (no
+        connection, timeout, 5xx) is made once more after RETRY_PAUSE (attempts carry an
+        idempotency key), then raises."""
         try:
-            return self._post_once(path, body)
+            return self._call_once(method, path, body)
         except (httpx.TransportError, httpx.HTTPStatusError):
             time.sleep(RETRY_PAUSE)
-            return self._post_once(path, body)
+            return self._call_once(method, path, body)
 
-    def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = httpx.post(self.url.rstrip("/") + path, json=body, headers=self._headers(), timeout=self.timeout)
+    def _call_once(self, method: str, path: str, body: dict[str, Any] | None) -> httpx.Response:
+        url = self.url.rstrip("/") + path
+        response = httpx.request(method, url, json=body, headers=self._headers(), timeout=self.timeout)
         if response.status_code >= 500:
             raise httpx.HTTPStatusError(f"{response.status_code} from the service", request=response.request, response=response)
+        return response
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self._call("POST", path, body)
         if response.status_code >= 400:
             raise ServiceRefused(f"the service refused the request ({response.status_code}): {response.text[:500]}")
         return response.json()  # type: ignore[no-any-return]
 
     def next_attempt(self, job_id: str) -> int:
-        """The attempt after those the service recorded; 1 if it cannot be asked."""
+        """The attempt after those the service recorded (1 for a job it does not know).
+        When it cannot be asked, 1 stands in and the job is uncounted: its decision is
+        made locally, without asking the service again (see decide)."""
         try:
-            response = httpx.get(f"{self.url.rstrip('/')}/v1/jobs/{job_id}", headers=self._headers(), timeout=self.timeout)
-        except httpx.TransportError:
+            response = self._call("GET", f"/v1/jobs/{quote(job_id, safe='')}")
+        except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+            self.uncounted[job_id] = str(exc)
+            return 1
+        if response.status_code == 404:
             return 1
         if response.status_code != 200:
-            return 1
+            raise ServiceRefused(
+                f"the service refused to count job {job_id!r}'s attempts ({response.status_code}): {response.text[:500]}"
+            )
         return max((a["attempt"] for a in response.json()["attempts"]), default=0) + 1
 
     def decide(self, attempt: Attempt, logs: list[Path], scheduler: SchedulerEvidence | None = None) -> HookAnswer:
         """The service decides from the logs' ends; the scheduler's lines go first, so the
         service sees them (it weighs them by its rules only: it has no field for them)."""
+        if attempt.job_id in self.uncounted:
+            why = (
+                f"service unreachable ({self.uncounted[attempt.job_id]}), tried twice: the attempt number is unknown, "
+                "decided locally from the rules, without history, and no retry that spends the budget"
+            )
+            return local_fallback(attempt, logs, self.classifier, self.policy, why, scheduler, counted=False)
         sent = "\n".join(scheduler.lines) + "\n" if scheduler else ""
         body = {**attempt.to_json(), "log": sent + read_ends(logs), "idempotency_key": f"{attempt.job_id}/{attempt.attempt}"}
         try:
@@ -87,6 +104,8 @@ class RemoteBackend:
             why = f"service unreachable ({exc}), tried twice: decided locally from the rules, without history"
             return local_fallback(attempt, logs, self.classifier, self.policy, why, scheduler)
         context: dict[str, Any] = {"attempt_id": answer["attempt_id"], "classification": answer["classification"]}
+        if answer["duplicate"]:
+            context["duplicate"] = True
         return HookAnswer.of_recorded(answer["decision"], self.policy.mode, **context)
 
     def admit(self, attempt: Attempt) -> HookAnswer:

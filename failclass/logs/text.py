@@ -145,6 +145,18 @@ def tail_text(path: Path) -> str:
     return b"\n".join(lines).decode("utf-8", "replace")
 
 
+def log_end(path: Path, size: int) -> bytes:
+    """The last ``size`` bytes of a log as classification reads it (gunzipped, without ANSI
+    sequences): a plain file is read from there on, anything else streams through."""
+    tail = Tail(size)
+    with open_log(path) as stream:
+        if not isinstance(stream, gzip.GzipFile) and stream.seekable():
+            stream.seek(max(stream.seek(0, io.SEEK_END) - size, 0))
+        for _ in tail.watch(BlockReader(stream)):
+            pass
+    return tail.data
+
+
 def blocks_of_text(data: bytes | str, block_size: int = LIMITS.read_block_bytes) -> BlockReader:
     """Blocks of an in-memory log (a request body, a rule example)."""
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data

@@ -87,12 +87,16 @@ def _compile(expressions: list[bytes], flags: list[int], ids: list[int] | None =
     return database
 
 
-def cache_dir() -> Path:
-    """Where compiled rule databases are kept: FAILCLASS_CACHE_DIR, else the XDG cache."""
+def cache_dir() -> Path | None:
+    """Where compiled rule databases are kept: FAILCLASS_CACHE_DIR, else the XDG cache;
+    None for a user without a home (then every start compiles)."""
     configured = os.environ.get(CACHE_ENV)
     if configured:
         return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failclass"
+    try:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failclass"
+    except RuntimeError:  # Path.home(): no HOME and no passwd entry
+        return None
 
 
 def _pack(main: bytes, confirm: bytes) -> bytes:
@@ -233,8 +237,10 @@ class Matcher:
         self.pattern_owner: list[tuple[str, int]] = []
         expressions = self._expressions(ruleset)
         self.anchored = frozenset(expressions.anchored)
-        cache = cache_dir() / f"rules-{expressions.cache_key()}.hsdb"
-        self._blobs = _load_cached(cache) or self._compile_and_store(expressions, cache)
+        folder = cache_dir()
+        cache = folder / f"rules-{expressions.cache_key()}.hsdb" if folder else None
+        cached = _load_cached(cache) if cache else None
+        self._blobs = cached or self._compile_and_store(expressions, cache)
         self._local = threading.local()
 
     def _expressions(self, ruleset: RuleSet) -> _Expressions:
@@ -253,7 +259,7 @@ class Matcher:
                 built.main_flags.append(_flags(rule))
         return built
 
-    def _compile_and_store(self, expressions: _Expressions, cache: Path) -> tuple[bytes, bytes]:
+    def _compile_and_store(self, expressions: _Expressions, cache: Path | None) -> tuple[bytes, bytes]:
         try:
             main = _compile(expressions.main, expressions.main_flags)
             confirm = (
@@ -262,7 +268,8 @@ class Matcher:
         except hyperscan.error as exc:
             raise self._culprit(expressions, exc) from None
         blobs = (hyperscan.dumpb(main), hyperscan.dumpb(confirm) if confirm else b"")
-        _store(cache, blobs)
+        if cache is not None:
+            _store(cache, blobs)
         return blobs
 
     def _culprit(self, expressions: _Expressions, exc: Exception) -> RuleError:

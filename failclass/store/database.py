@@ -10,21 +10,61 @@ sequence whole.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, make_url, text
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from failclass.resources import user_data_dir
-from failclass.store.migrate import upgrade
+from failclass.store import StoreUnavailable
+from failclass.store.migrate import current, head, upgrade
 
 
 def default_database_url() -> str:
-    """The embedded default: a SQLite file in the user's data folder."""
-    return f"sqlite:///{user_data_dir() / 'failclass.db'}"
+    """The embedded default: a SQLite file in the user's data folder (StoreUnavailable
+    for a user without one: no XDG_DATA_HOME, no HOME and no passwd entry)."""
+    try:
+        folder = user_data_dir()
+    except RuntimeError:  # Path.home() found no home
+        raise StoreUnavailable(
+            "no default store: no XDG_DATA_HOME and no home folder; give --database-url or FAILCLASS_DATABASE_URL"
+        ) from None
+    return f"sqlite:///{folder / 'failclass.db'}"
+
+
+def masked(url: str) -> str:
+    """``url`` with its password shown as ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _cause(exc: Exception) -> str:
+    """The driver's or the system's own words, on one line."""
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    said = str(getattr(exc, "orig", None) or exc)
+    return " ".join(line.strip() for line in said.splitlines() if line.strip())
+
+
+@contextmanager
+def reaching(url: str) -> Iterator[None]:
+    """Errors of reaching the database at ``url`` (refused, no such database, not a
+    database, a read-only folder, a schema this code does not know) as StoreUnavailable;
+    a constraint violation stays the store's own business."""
+    try:
+        yield
+    except IntegrityError:
+        raise
+    except (SQLAlchemyError, CommandError, OSError) as exc:
+        raise StoreUnavailable(f"store {masked(url)} unavailable: {_cause(exc)}") from exc
 
 
 def make_engine(url: str) -> Engine:
@@ -65,7 +105,18 @@ class Database:
 
 
 def open_engine(url: str, migrate: bool = True) -> Engine:
-    engine = make_engine(url)
-    if migrate:
-        upgrade(engine)
+    """An engine on ``url`` whose schema is at the newest revision: migrated there
+    (``migrate``), else checked; StoreUnavailable when that cannot be done."""
+    with reaching(url):
+        engine = make_engine(url)
+        if migrate:
+            upgrade(engine)
+            return engine
+        found, wanted = current(engine), head()
+    if found != wanted:
+        engine.dispose()
+        raise StoreUnavailable(
+            f"store {masked(url)} unavailable: its schema is at revision {found or 'none'}, this failclass reads {wanted}: "
+            "run `failclass db upgrade`"
+        )
     return engine

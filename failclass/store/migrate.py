@@ -56,6 +56,15 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def head() -> str:
+    """The newest revision of the migrations."""
+    from alembic.script import ScriptDirectory
+
+    newest = ScriptDirectory.from_config(alembic_config("")).get_current_head()
+    assert newest is not None
+    return newest
+
+
 def current(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 

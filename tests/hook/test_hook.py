@@ -4,6 +4,7 @@ when the service is down, and the Slurm adapter's reading of what Slurm really p
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import socket
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 import pytest
@@ -23,6 +25,7 @@ from service_server import free_port, running_service
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
+from failclass.hook.remote import read_ends
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
 from failclass.usecases import report_attempt
@@ -30,6 +33,7 @@ from failclass.usecases import report_attempt
 SYNTAX = ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log"
 NCCL = ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log"
 MISSING = ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log"
+PREEMPTED = ROOT / "corpora/public/job_preempted/SystemsGenetics_GEMmaker_242.log"
 
 
 def decide(store: str, *args: str) -> Any:
@@ -111,6 +115,128 @@ def test_service_down_falls_back_to_local_rules_without_endless_retries() -> Non
     assert fourth.returncode == 13 and "budget" in json.loads(fourth.stdout)["explanation"]["message"]
     admitted = run_cli("hook", "admit", "--json", "--service-url", down, "--timeout", "2", "--job-id", "y", "--user", "u")
     assert admitted.returncode == 0 and "admitted unchecked" in json.loads(admitted.stdout)["fallback"]
+
+
+def test_service_down_and_no_attempt_number_grants_no_retry_it_cannot_count() -> None:
+    """Five failures in a row, the service down and no --attempt: the fallback cannot count
+    them, so none gets a retry that spends the budget (it would grant them forever); a
+    preemption, which spends none, is still retried."""
+    down = f"http://127.0.0.1:{free_port()}"
+    args = ["hook", "decide", "--json", "--service-url", down, "--timeout", "2", "--job-id", "uncounted", "--user", "u"]
+    runs = [run_cli(*args, "--log", str(NCCL)) for _ in range(5)]
+    assert [r.returncode for r in runs] == [13] * 5, [r.stderr for r in runs]
+    answer = json.loads(runs[-1].stdout)
+    assert answer["explanation"]["message"].startswith("attempt number unknown: the retry budget (3) cannot be counted")
+    assert answer["explanation"]["counters"]["failure_of_signature"] is None
+    assert "the attempt number is unknown" in answer["fallback"]
+    preempted = run_cli(*args, "--log", str(PREEMPTED))
+    assert preempted.returncode == 10 and json.loads(preempted.stdout)["explanation"]["reason"] == "job_preempted"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real service without tokens, for the module."""
+    workdir = tmp_path_factory.mktemp("service")
+    with running_service(f"sqlite:///{workdir / 'svc.db'}", workdir) as base:
+        yield base
+
+
+def on_service(service: str, job: str, *args: str) -> Any:
+    return run_cli("hook", "decide", "--json", "--service-url", service, "--job-id", job, "--user", "u", *args)
+
+
+def test_a_gzip_log_reaches_the_service_as_its_text(service: str, tmp_path: Path) -> None:
+    packed = tmp_path / "train.log.gz"
+    packed.write_bytes(gzip.compress(NCCL.read_bytes()))
+    remote = on_service(service, "gz-1", "--log", str(packed))
+    local = decide(f"sqlite:///{tmp_path / 'f.db'}", "--job-id", "gz-1", "--user", "u", "--log", str(packed))
+    assert remote.returncode == local.returncode == 10, remote.stderr
+    found, expected = json.loads(remote.stdout)["classification"], json.loads(local.stdout)["classification"]
+    assert (found["rule_id"], found["evidence"]) == (expected["rule_id"], expected["evidence"])
+    assert found["rule_id"] == "mpi_runtime_failure.nccl_watchdog_timeout"
+
+
+def test_the_ends_sent_are_read_as_the_classifier_reads_them(tmp_path: Path) -> None:
+    """A plain log (read from its end) and the same log gzipped (streamed) give the same end."""
+    text = b"".join(b"step %d loss 0.5\n" % n for n in range(200_000)) + NCCL.read_bytes()
+    plain, packed = tmp_path / "a.log", tmp_path / "b.log.gz"
+    plain.write_bytes(text)
+    packed.write_bytes(gzip.compress(text))
+    end = text[-(1 << 10) :].decode()
+    assert read_ends([plain], 1 << 10) == read_ends([packed], 1 << 10) == end
+    assert read_ends([plain, packed], 2 << 10) == f"{end}\n{end}"
+
+
+@pytest.mark.parametrize("job", ["team-a/train-resnet", "team-a/run #1?x=%2F&y"])
+def test_job_ids_with_slashes_and_url_characters_are_counted(service: str, job: str) -> None:
+    """A Kubernetes namespace/name job id: the hook asks the service for the job's attempts
+    (GET /v1/jobs/{id}, the id quoted) so that the next failure is attempt 2, not a second
+    report of attempt 1 under the same idempotency key."""
+    first = on_service(service, job, "--log", str(NCCL))
+    second = on_service(service, job, "--log", str(SYNTAX))
+    assert (first.returncode, second.returncode) == (10, 13), second.stderr
+    import httpx
+
+    for path in (quote(job, safe=""), quote(job, safe="/")):
+        attempts = httpx.get(f"{service}/v1/jobs/{path}").json()["attempts"]
+        assert [(a["job_id"], a["attempt"]) for a in attempts] == [(job, 1), (job, 2)]
+
+
+def test_exit_code_0_is_a_passed_attempt_recorded_without_a_decision(service: str, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'f.db'}"
+    passed = decide(store, "--job-id", "ok", "--user", "u", "--exit-code", "0", "--log", str(NCCL))
+    assert passed.returncode == 0, passed.stderr
+    assert json.loads(passed.stdout)["action"] == "recorded" and "explanation" not in json.loads(passed.stdout)
+    (recorded,) = Store.open(store).job("ok")
+    assert (recorded["status"], recorded["decision"]) == ("passed", None)
+    failed = decide(store, "--job-id", "bad", "--user", "u", "--exit-code", "0", "--status", "failed", "--log", str(NCCL))
+    assert failed.returncode == 10 and Store.open(store).job("bad")[0]["status"] == "failed"
+    killed = decide(store, "--job-id", "killed", "--user", "u", "--status", "killed", "--log", str(NCCL))
+    assert killed.returncode == 10 and Store.open(store).job("killed")[0]["status"] == "killed"
+    said_passed = decide(store, "--job-id", "said", "--user", "u", "--exit-code", "1", "--status", "passed", "--log", str(NCCL))
+    assert said_passed.returncode == 0 and Store.open(store).job("said")[0]["status"] == "passed"
+    remote = on_service(service, "ok-remote", "--exit-code", "0", "--log", str(NCCL))
+    assert remote.returncode == 0 and json.loads(remote.stdout)["action"] == "recorded", remote.stderr
+    import httpx
+
+    (attempt,) = httpx.get(f"{service}/v1/jobs/ok-remote").json()["attempts"]
+    assert (attempt["status"], attempt["decision"]) == ("passed", None)
+
+
+def test_a_duplicate_says_so_and_shows_the_recorded_attempt(service: str, tmp_path: Path) -> None:
+    """The same attempt reported again answers the first answer, says it is a duplicate and
+    does not name the new log as if it had spoken."""
+    store = f"sqlite:///{tmp_path / 'f.db'}"
+    first = json.loads(decide(store, "--job-id", "d", "--attempt", "1", "--user", "u", "--log", str(NCCL)).stdout)
+    again = decide(store, "--job-id", "d", "--attempt", "1", "--user", "u", "--log", str(SYNTAX))
+    answer = json.loads(again.stdout)
+    assert again.returncode == 10 and answer["duplicate"] is True and "log" not in answer
+    assert (answer["attempt_id"], answer["classification"]) == (first["attempt_id"], first["classification"])
+    assert first["log"] == str(NCCL) and "duplicate" not in first
+    text = run_cli(
+        "hook", "decide", "--database-url", store, "--job-id", "d", "--attempt", "1", "--user", "u", "--log", str(NCCL)
+    )
+    assert text.returncode == 10 and "note: duplicate: this attempt was recorded before" in text.stdout
+    sent = [on_service(service, "dup-remote", "--attempt", "1", "--log", str(NCCL)) for _ in range(2)]
+    assert [s.returncode for s in sent] == [10, 10]
+    assert "duplicate" not in json.loads(sent[0].stdout) and json.loads(sent[1].stdout)["duplicate"] is True
+
+
+def test_the_hook_on_a_service_needs_no_home(service: str, tmp_path: Path) -> None:
+    """HOME not a folder (nowhere to cache the compiled rules): the hook still decides."""
+    home = tmp_path / "home"
+    home.write_text("a file")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FAILCLASS_", "XDG_"))}
+    command = [sys.executable, "-m", "failclass.cli", "hook", "decide", "--service-url", service, "--user", "u"]
+    command += ["--job-id", "homeless", "--log", str(NCCL)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**clean, "HOME": str(home)}, check=False)
+    assert done.returncode == 10 and done.stderr == "", done.stderr
+    if os.geteuid() == 0:  # and a user without a home at all: no HOME, no passwd entry
+        del clean["HOME"]
+        command[command.index("homeless")] = "homeless-2"
+        as_4242 = ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"]
+        done = subprocess.run([*as_4242, *command], capture_output=True, text=True, cwd=ROOT, env=clean, check=False)
+        assert done.returncode == 10 and done.stderr == "", done.stderr
 
 
 def test_slurm_install_writes_what_slurm_runs(tmp_path: Path) -> None:
@@ -224,7 +350,7 @@ def test_a_failed_service_call_is_tried_once_more_before_the_fallback(guarded_se
 
 def test_admit_lists_only_its_own_options_and_every_option_says_what_it_is() -> None:
     admit_help = run_cli("hook", "admit", "--help").stdout
-    for decide_only in ("--log", "--exit-code", "--signal", "--attempt", "--node", "--start", "--end"):
+    for decide_only in ("--log", "--exit-code", "--status", "--signal", "--attempt", "--node", "--start", "--end"):
         assert decide_only not in admit_help
     assert "--log" in run_cli("hook", "decide", "--help").stdout
     from failclass.cli.main import main

@@ -15,8 +15,9 @@ router = APIRouter(prefix="/v1", tags=["history"], responses=documented(*READING
 Filter = Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)]
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses=documented(404))
+@router.get("/jobs/{job_id:path}", response_model=JobOut, responses=documented(404))
 def job(job_id: Annotated[str, Path(max_length=200, pattern=NO_NUL)], store: StoreDep, _: Reader) -> JobOut:
+    """A job id may hold slashes (Kubernetes' namespace/name), as they are or as %2F."""
     attempts = store.job(job_id)
     if not attempts:
         raise HTTPException(404, f"no attempt of job {job_id!r} was reported")
