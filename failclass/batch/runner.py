@@ -18,7 +18,6 @@ twice.
 from __future__ import annotations
 
 import ctypes
-import io
 import json
 import os
 import re
@@ -40,6 +39,7 @@ from failclass.errors import DamagedMember, InputError
 from failclass.limits import LIMITS
 from failclass.logs.archives import Member, is_log_name, members
 from failclass.logs.facts import Progress
+from failclass.logs.text import Resumed, read_head
 from failclass.options import ClassifierOptions, build_quietly
 
 DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
@@ -173,33 +173,6 @@ class AttemptCollector:
 
     def close(self) -> None:
         self.handle.close()
-
-
-def read_head(stream: Any, size: int) -> bytes:
-    """The first ``size`` bytes of a stream (fewer at its end); a raw stream's read may stop short."""
-    parts: list[bytes] = []
-    wanted = size
-    while wanted > 0 and (part := stream.read(wanted)):
-        parts.append(part)
-        wanted -= len(part)
-    return b"".join(parts)
-
-
-class Resumed(io.RawIOBase):
-    """A stream whose first bytes were read already: they come first again."""
-
-    def __init__(self, head: bytes, rest: Any) -> None:
-        self.head = head
-        self.rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
-        self.head = self.head[len(data) :] if self.head else b""
-        buffer[: len(data)] = data
-        return len(data)
 
 
 class ProgressLine:

@@ -84,6 +84,33 @@ class StreamCap(io.RawIOBase):
         return len(data)
 
 
+def read_head(stream: Readable, size: int) -> bytes:
+    """The first ``size`` bytes of a stream (fewer at its end); a raw stream's read may stop short."""
+    parts: list[bytes] = []
+    wanted = size
+    while wanted > 0 and (part := stream.read(wanted)):
+        parts.append(part)
+        wanted -= len(part)
+    return b"".join(parts)
+
+
+class Resumed(io.RawIOBase):
+    """A stream whose first bytes were read already: they come first again."""
+
+    def __init__(self, head: bytes, rest: Readable) -> None:
+        self.head = head
+        self.rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
+        self.head = self.head[len(data) :] if self.head else b""
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def _open_fifo(path: Path) -> BinaryIO:
     """A FIFO opened without waiting for a writer (one that never comes reads as empty)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
