@@ -5,6 +5,7 @@ not be read, 2 a usage or configuration error (click's own usage errors included
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -60,3 +61,13 @@ def input_failure(ctx: click.Context, problem: Exception) -> None:
     """An input that cannot be read: said on stderr, exit status 1."""
     click.echo(f"error: {problem}", err=True)
     ctx.exit(EXIT_INPUT)
+
+
+def check_corpus(manifest: Path, needs: str) -> None:
+    """Where ``manifest`` is missing, one line saying what ``needs`` the corpus and how to
+    point at it (exit status 2)."""
+    if not manifest.is_file():
+        raise ConfigProblem(
+            f"{manifest}: no corpus manifest: {needs} the labelled corpus of a failclass checkout; run it in "
+            "a checkout, or give the checkout's corpora/manifest.jsonl with --manifest"
+        )
