@@ -57,7 +57,7 @@ def open_log(path: Path) -> BinaryIO:
 
 def open_standard_input() -> BinaryIO:
     """Standard input as a log, gzip or not (up to LIMITS.stream_log_bytes whatever it is)."""
-    return open_stream(StreamCap(sys.stdin.buffer, "standard input"))
+    return open_stream(StreamCap(os.fdopen(sys.stdin.fileno(), "rb", closefd=False), "standard input"))
 
 
 class StreamCap(io.RawIOBase):
@@ -72,6 +72,12 @@ class StreamCap(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        """Closes the stream it reads too (it owns it)."""
+        if not self.closed and hasattr(self.stream, "close"):
+            self.stream.close()
+        super().close()
 
     def readinto(self, buffer: Any) -> int:
         data = self.stream.read(len(buffer))
