@@ -6,8 +6,9 @@ to disk, and every member passes the same guards:
   UTF-8 are kept with their bytes escaped (surrogateescape), shown escaped;
 - kinds: only regular files; symlinks, hard links, devices and fifos are skipped (a FIFO
   or a device named as the source itself is read as a stream, as `classify` reads it);
-- logs: of the files found in a directory or an archive, those named like logs (see
-  ``is_log_name``); a ``.gz`` or ``.zst`` one is decompressed (its size then unknown);
+- compression: a ``.gz`` or ``.zst`` file found in a directory or an archive is read
+  decompressed (its size then unknown); which files are logs, ``is_log_name`` says (the
+  batch also takes any file its manifest lists);
 - sizes: a member may not grow beyond LIMITS.archive_member_bytes uncompressed, nor beyond
   LIMITS.zip_ratio times its compressed size in a zip (bombs), nor a single compressed log
   beyond LIMITS.archive_member_bytes; reading stops there and the member is reported as damaged.

@@ -4,8 +4,8 @@ Logs are hostile input: any bytes, any size, no newline at all. Reading is strea
 fixed-size blocks (memory stays bounded whatever the size); gzip-compressed logs are
 read transparently. Anything else than a regular file (a pipe, a FIFO, a device,
 standard input) is a stream, read up to LIMITS.stream_log_bytes since it may never end;
-directories and sockets are refused. ANSI escape sequences are removed before matching; invalid UTF-8
-survives as U+FFFD in evidence text. Carriage returns are kept: the pattern dialect
+directories and sockets are refused. ANSI escape sequences are removed before matching;
+invalid UTF-8 survives as U+FFFD in evidence text. Carriage returns are kept: the pattern dialect
 treats them as the start of a message (a progress bar rewritten in place), and line
 numbers stay those an editor shows.
 """
