@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
@@ -136,10 +136,14 @@ class Classifier:
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
-            return self._classify(BlockReader(stream), Tail())
+            return self.classify_stream(stream)
 
     def classify_bytes(self, data: bytes | str) -> Classification:
         return self._classify(blocks_of_text(data), Tail())
+
+    def classify_stream(self, stream: BinaryIO) -> Classification:
+        """A log already opened for streaming (open_log, open_standard_input)."""
+        return self._classify(BlockReader(stream), Tail())
 
     def examine_path(self, path: Path) -> Examination:
         """Classification plus the facts a retry policy needs (progress)."""

@@ -18,6 +18,7 @@ class Limits:
     model_tail_bytes: int = 64 << 10  # what the fallback model reads: the end of the log
     region_lines: int = 150  # of it, the last non-blank lines
     label_bytes: int = 8 << 20  # of a labelled log, the end kept for training
+    stream_log_bytes: int = 2 << 30  # a log from a pipe, FIFO or standard input, whose end may never come
     request_bytes: int = 16 << 20  # an HTTP request body (413 beyond)
     page_rows: int = 1000  # rows of one listing
     archive_member_bytes: int = 2 << 30  # one member of an archive, uncompressed

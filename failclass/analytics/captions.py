@@ -65,6 +65,8 @@ def rtf_caption(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> str:
 def gpu_caption(report: Report, taxonomy: Taxonomy) -> str:
     if not report.table7:
         return "No failed attempt: no GPU time was lost."
+    if not report.gpu_hours_lost:
+        return "No failed attempt has a start and end time: the GPU time they held cannot be counted or drawn."
     worst = max(report.table7, key=lambda row: row.rtf_x_demand_gpu_h)
     categories = category_hours(report, taxonomy)
     text = (

@@ -67,7 +67,8 @@ def rtf_cdf(records: Sequence[AttemptRecord], report: Report, taxonomy: Taxonomy
 
 
 def gpu_time(report: Report, taxonomy: Taxonomy) -> str:
-    if not report.table7:
+    """ "" when no failed attempt held GPU time (none has a start and end time)."""
+    if not report.gpu_hours_lost:
         return ""
     figure, (by_reason, by_category) = plt.subplots(1, 2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [3, 1]})
     rows = sorted(report.table7, key=lambda r: r.rtf_x_demand_gpu_h)

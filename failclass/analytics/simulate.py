@@ -23,14 +23,14 @@ import itertools
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from failclass.matching.taxonomy import builtin_taxonomy
-from failclass.model.corpus import Entry, read_manifest, resolve
+from failclass.model.corpus import MANIFEST, read_manifest, resolve
 from failclass.resources import CORPORA, PHILLY
 
 START = datetime(2017, 10, 1, tzinfo=UTC)  # Philly's trace starts in autumn 2017
@@ -114,20 +114,22 @@ class Simulation:
                 out.write(json.dumps(row) + "\n")
 
 
-def known_misses() -> set[str]:
+def known_misses(corpora: Path = CORPORA) -> set[Path]:
     """Development-side logs the rules get wrong (corpora/public/KNOWN_MISSES.md)."""
-    listing = CORPORA / "public" / "KNOWN_MISSES.md"
+    listing = corpora / "public" / "KNOWN_MISSES.md"
     rows = listing.read_text().splitlines() if listing.exists() else []
-    return {f"corpora/public/{cells[1].strip()}.log" for cells in (row.split("|") for row in rows) if len(cells) > 2}
+    return {
+        (corpora / "public" / f"{cells[1].strip()}.log").resolve() for cells in (row.split("|") for row in rows) if len(cells) > 2
+    }
 
 
-def _excerpts(entries: Sequence[Entry]) -> dict[str, list[str]]:
+def _excerpts(manifest: Path) -> dict[str, list[str]]:
     """Excerpts per reason: development-side logs whose reason the rules name (a simulation
     measures the analytics, not the classifier)."""
     by_reason: dict[str, list[str]] = {}
-    misses = known_misses()
-    for entry in entries:
-        if entry.origin == "holdout" or entry.path in misses:
+    misses = known_misses(manifest.parent)
+    for entry in read_manifest(manifest):
+        if entry.origin == "holdout" or resolve(entry).resolve() in misses:
             continue
         key = "passed" if entry.outcome == "passed" else entry.reason
         text = resolve(entry).read_text(errors="replace")
@@ -152,14 +154,34 @@ def _progress(minutes: float, start: datetime, rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
+def _row(
+    job: str, number: int, user: str, status: str, gpus: int, start: datetime, minutes: float, reason: str | None
+) -> dict[str, Any]:
+    """One attempt of the trace, as its manifest holds it."""
+    return {
+        "job_id": job,
+        "attempt": number,
+        "user": user,
+        "vc": f"vc{int(user[4:]) % 14:02d}",  # Philly had 14 virtual clusters
+        "status": status,
+        "start_time": start.isoformat(),
+        "end_time": (start + timedelta(minutes=minutes)).isoformat(),
+        "gpus": gpus,
+        "reason": reason,
+    }
+
+
 def _unshown(done: int, total: int | None) -> None:
     """Progress nobody watches."""
 
 
-def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True, on_progress: Progress = _unshown) -> Simulation:
-    """Draw the trace; write logs under ``out/logs`` and the manifest ``out/attempts.jsonl``."""
+def simulate(
+    fraction: float, seed: int, out: Path, write_logs: bool = True, on_progress: Progress = _unshown, manifest: Path = MANIFEST
+) -> Simulation:
+    """Draw the trace; write logs under ``out/logs`` (their failure excerpts from the corpus
+    of ``manifest``) and the manifest ``out/attempts.jsonl``."""
     rng = random.Random(seed)
-    excerpts = _excerpts(read_manifest()) if write_logs else {}
+    excerpts = _excerpts(manifest) if write_logs else {}
     if write_logs:
         (logs := out / "logs").mkdir(parents=True, exist_ok=True)
     attempts: list[dict[str, Any]] = []
@@ -170,17 +192,7 @@ def simulate(fraction: float, seed: int, out: Path, write_logs: bool = True, on_
         job: str, number: int, user: str, status: str, gpus: int, minutes: float, reason: str | None, kind: str
     ) -> None:
         start = START + timedelta(minutes=rng.random() * DAYS * 24 * 60)
-        row = {
-            "job_id": job,
-            "attempt": number,
-            "user": user,
-            "vc": f"vc{int(user[4:]) % 14:02d}",  # Philly had 14 virtual clusters
-            "status": status,
-            "start_time": start.isoformat(),
-            "end_time": (start + timedelta(minutes=minutes)).isoformat(),
-            "gpus": gpus,
-            "reason": reason,
-        }
+        row = _row(job, number, user, status, gpus, start, minutes, reason)
         if write_logs:
             path = logs / f"{job}-{number}.log"
             path.write_text(_progress(minutes, start, rng) + rng.choice(excerpts[kind]))

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from failclass.analytics.table7 import percent
 from failclass.analytics.traces import TraceJob
 
 ORDER = ("passed", "killed", "unsuccessful")
@@ -17,8 +18,8 @@ ORDER = ("passed", "killed", "unsuccessful")
 class Table6Row:
     status: str
     jobs: int
-    jobs_pct: float
-    gpu_time_pct: float
+    jobs_pct: float | None  # None of no jobs, or of no GPU time (no start and end times)
+    gpu_time_pct: float | None
     gpu_hours: float
 
 
@@ -32,12 +33,12 @@ def table6_of(jobs: Sequence[tuple[str, float]]) -> list[Table6Row]:
     gpu: dict[str, float] = defaultdict(float)
     for status, gpu_time in jobs:
         gpu[status] += gpu_time
-    total_jobs, total_gpu = len(jobs) or 1, sum(gpu.values()) or 1
-    rows = [
-        Table6Row(s, counts[s], round(100 * counts[s] / total_jobs, 2), round(100 * gpu[s] / total_gpu, 2), round(gpu[s], 2))
-        for s in ORDER
+    total_jobs, total_gpu = len(jobs), sum(gpu.values())
+    rows = [Table6Row(s, counts[s], percent(counts[s], total_jobs), percent(gpu[s], total_gpu), round(gpu[s], 2)) for s in ORDER]
+    return [
+        *rows,
+        Table6Row("total", total_jobs, percent(total_jobs, total_jobs), percent(total_gpu, total_gpu), round(total_gpu, 2)),
     ]
-    return [*rows, Table6Row("total", len(jobs), 100.0, 100.0, round(sum(gpu.values()), 2))]
 
 
 @dataclass(frozen=True)

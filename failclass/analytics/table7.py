@@ -39,16 +39,21 @@ class Table7Row:
     rtf_p50_min: float | None
     rtf_p90_min: float | None
     rtf_p95_min: float | None
-    rtf_total_pct: float
+    rtf_total_pct: float | None  # None where no failed attempt has a runtime: no share of nothing
     demand_1: int
     demand_2_4: int
     demand_gt4: int
     rtf_x_demand_gpu_min: float
-    rtf_x_demand_pct: float
+    rtf_x_demand_pct: float | None
     rtf_x_demand_gpu_h: float  # the same GPU time in the unit of every other table and plot
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def percent(part: float, whole: float) -> float | None:
+    """``part`` as a percentage of ``whole``, two decimals; None of a whole of zero."""
+    return round(100 * part / whole, 2) if whole else None
 
 
 def demand_bucket(gpus: int) -> str:
@@ -63,7 +68,7 @@ def table7(attempts: Iterable[FailedAttempt], taxonomy: Taxonomy) -> list[Table7
         groups[attempt.reason].append(attempt)
     rtf_sum = {reason: sum(a.rtf_minutes or 0.0 for a in rows) for reason, rows in groups.items()}
     weighted = {reason: sum((a.rtf_minutes or 0.0) * max(a.gpus, 1) for a in rows) for reason, rows in groups.items()}
-    total_rtf, total_weighted = sum(rtf_sum.values()) or 1.0, sum(weighted.values()) or 1.0
+    total_rtf, total_weighted = sum(rtf_sum.values()), sum(weighted.values())
     table = []
     for reason, rows in groups.items():
         known = np.array([a.rtf_minutes for a in rows if a.rtf_minutes is not None], dtype=float)
@@ -83,12 +88,12 @@ def table7(attempts: Iterable[FailedAttempt], taxonomy: Taxonomy) -> list[Table7
                 rtf_p50_min=p50,
                 rtf_p90_min=p90,
                 rtf_p95_min=p95,
-                rtf_total_pct=round(100 * rtf_sum[reason] / total_rtf, 2),
+                rtf_total_pct=percent(rtf_sum[reason], total_rtf),
                 demand_1=buckets["demand_1"],
                 demand_2_4=buckets["demand_2_4"],
                 demand_gt4=buckets["demand_gt4"],
                 rtf_x_demand_gpu_min=round(weighted[reason], 2),
-                rtf_x_demand_pct=round(100 * weighted[reason] / total_weighted, 2),
+                rtf_x_demand_pct=percent(weighted[reason], total_weighted),
                 rtf_x_demand_gpu_h=round(weighted[reason] / 60, 2),
             )
         )

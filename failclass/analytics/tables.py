@@ -31,12 +31,19 @@ def _table(id: str, title: str, headers: Sequence[str], rows: Sequence[Sequence[
     return Table(id, title, headers, [[cell(value) for value in row] for row in rows])
 
 
+NO_TIMES = "{} a start and end time: no runtime or GPU time to count, and no share of it (-)."
+
+
 def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
-    """Table 7 (its category marks spelt out below it), Table 6 and the repeats."""
+    """Table 7 (its category marks spelt out below it), Table 6 and the repeats; below a
+    table whose GPU time is zero, why (the attempts have no times)."""
     marks = "cat.: " + ", ".join(f"{mark} {name}" for mark, name in categories.items())
+    if report.table7 and not report.gpu_hours_lost:
+        marks += ". " + NO_TIMES.format("No failed attempt has")
+    jobs_note = NO_TIMES.format("No job has") if report.jobs and not report.table6[-1].gpu_hours else ""
     return [
         replace(_table("table7", "Failures by reason (Table 7)", TABLE7_HEADERS, table7_cells(report)), note=marks),
-        _table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)),
+        replace(_table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)), note=jobs_note),
         _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
     ]
 

@@ -26,7 +26,7 @@ import socket
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -37,8 +37,9 @@ from failclass.classifier import Classifier, Examination
 from failclass.contracts import ClassificationOut
 from failclass.errors import DamagedMember, InputError
 from failclass.limits import LIMITS
-from failclass.logs.archives import Member, members
+from failclass.logs.archives import Member, is_log_name, members
 from failclass.logs.facts import Progress
+from failclass.logs.text import Resumed, read_head
 from failclass.options import ClassifierOptions, build_quietly
 
 DEFAULT_ID_PATTERN = r"(?:^|/)(?P<job>[^/]+)/(?:attempt[-_]?(?P<attempt>\d+)/)?[^/]+$"
@@ -56,6 +57,7 @@ class Summary:
     attempts: int = 0
     skipped_done: int = 0
     members: int = 0
+    not_logs: int = 0  # files of the sources that are not named like logs (and no manifest lists)
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -68,6 +70,11 @@ def attempt_of(name: str, pattern: re.Pattern[str]) -> tuple[str, int]:
         return Path(name).stem, 1
     attempt = match.groupdict().get("attempt")
     return match.group("job"), int(attempt) if attempt else 1
+
+
+def is_log(member: Member, listed: Mapping[str, tuple[str, int]]) -> bool:
+    """A source named alone, a log the manifest lists, or a file named like a log."""
+    return not member.inside or member.name in listed or is_log_name(member.name)
 
 
 def done_attempts(results: Path) -> set[tuple[str, int]]:
@@ -243,12 +250,14 @@ class BatchRun:
         """Send one member to the executor (a large one is classified here, streaming)."""
         self.summary.members += 1
         try:
-            if member.size is not None and member.size > LIMITS.batch_in_memory_bytes:
+            large = (member.size or 0) > LIMITS.batch_in_memory_bytes
+            data = b"" if large else read_head(stream, LIMITS.batch_in_memory_bytes + 1)
+            if large or len(data) > LIMITS.batch_in_memory_bytes:  # or its size was not known: it streams here
                 local = worker_classifier(self.options)
-                self.collector.add(key, member.name, _answer(local, local.examine_stream(stream), worker_name()))
-                self.summary.bytes += member.size
+                examined = local.examine_stream(Resumed(data, stream))
+                self.collector.add(key, member.name, _answer(local, examined, worker_name()))
+                self.summary.bytes += examined.classification.bytes_read
                 return
-            data = stream.read()
         except DamagedMember as exc:
             self.summary.problems.append(str(exc))
             self.collector.add(key, member.name, None)
@@ -289,8 +298,9 @@ def pending_attempts(
     found = 0
     for source in sources:
         for member, _ in members(source, listing_errors):
-            expected[key_of(member)] += 1
-            found += member.name in listed
+            if is_log(member, listed):
+                expected[key_of(member)] += 1
+                found += member.name in listed
     if listed and not found:
         example = next(iter(listed))
         raise InputError(
@@ -332,8 +342,9 @@ def run_batch(
     with (executor or (lambda: local_executor(processes)))() as pool:
         for source in sources:
             for member, stream in members(source, summary.problems):
-                key = key_of(member)
-                if key in pending:
+                if not is_log(member, owners):
+                    summary.not_logs += 1
+                elif (key := key_of(member)) in pending:
                     run.classify(pool, member, stream, key)
         run.submit(pool)
         run.drain(0)

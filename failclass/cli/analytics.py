@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from failclass.attempts import STATUSES
-from failclass.cli.common import input_failure
+from failclass.cli.common import check_corpus, input_failure
 from failclass.cli.extras import needs
 from failclass.errors import InputError
 from failclass.matching.taxonomy import Taxonomy, builtin_taxonomy
+from failclass.model.corpus import MANIFEST
 
 if TYPE_CHECKING:
     from failclass.analytics.analysis import Analysis
@@ -117,13 +118,22 @@ def _export(ctx: click.Context, analysis: Analysis, taxonomy: Taxonomy, folder: 
     "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder for attempts.jsonl and logs/."
 )
 @click.option("--no-logs", is_flag=True, help="Only the manifest.")
-def simulate(fraction: float, seed: int, out: Path, no_logs: bool) -> None:
+@click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=MANIFEST,
+    show_default=True,
+    help="The labelled corpus the logs' failure excerpts come from (corpora/manifest.jsonl of a checkout).",
+)
+def simulate(fraction: float, seed: int, out: Path, no_logs: bool, manifest: Path) -> None:
     """Draw a job/attempt trace (and logs) following the Philly study's Tables 7 and 6."""
     from failclass.analytics.simulate import simulate as draw
     from failclass.cli.progress import progress
 
+    if not no_logs:
+        check_corpus(manifest, "failclass simulate draws each log's failure excerpt (--no-logs: the trace alone) from")
     with progress("drawing", "attempts") as advance:
-        drawn = draw(fraction, seed, out, write_logs=not no_logs, on_progress=advance)
+        drawn = draw(fraction, seed, out, write_logs=not no_logs, on_progress=advance, manifest=manifest)
     failed = sum(a["reason"] is not None for a in drawn.attempts)
     jobs = len({a["job_id"] for a in drawn.attempts})
     click.echo(f"{len(drawn.attempts)} attempts of {jobs} jobs ({failed} failed) in {out / 'attempts.jsonl'}")

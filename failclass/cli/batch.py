@@ -80,8 +80,9 @@ def batch(
         input_failure(ctx, exc)
         return
     parquet = write_parquet(out) if (out / "results.jsonl").exists() else None
+    skipped = f" ({summary.not_logs:,} other files skipped: not named like logs)" if summary.not_logs else ""
     click.echo(
-        f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs, "
+        f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs{skipped}, "
         f"{summary.bytes / 1e6:,.1f} MB in {summary.seconds} s -> {out / 'results.jsonl'}" + (f", {parquet}" if parquet else "")
     )
     if manifest is not None and parquet is not None:

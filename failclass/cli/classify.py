@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import click
 from failclass.classifier import Classification
 from failclass.cli.common import EXIT_INPUT, classifier
 from failclass.errors import InputError
+from failclass.logs.text import open_standard_input
 
 
 def human(path: str, result: Classification, explain: bool) -> str:
@@ -59,7 +59,7 @@ def classify(ctx: click.Context, files: tuple[Path, ...], as_json: bool, explain
     for path in files:
         name = str(path)
         try:
-            result = chosen.classify_bytes(sys.stdin.buffer.read()) if name == "-" else chosen.classify_path(path)
+            result = chosen.classify_stream(open_standard_input()) if name == "-" else chosen.classify_path(path)
         except InputError as exc:
             errors += 1
             if as_json:

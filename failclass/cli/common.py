@@ -6,6 +6,7 @@ store cannot be opened or used."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -68,3 +69,13 @@ def input_failure(ctx: click.Context, problem: Exception) -> None:
     """An input that cannot be read: said on stderr, exit status 1."""
     click.echo(f"error: {problem}", err=True)
     ctx.exit(EXIT_INPUT)
+
+
+def check_corpus(manifest: Path, needs: str) -> None:
+    """Where ``manifest`` is missing, one line saying what ``needs`` the corpus and how to
+    point at it (exit status 2)."""
+    if not manifest.is_file():
+        raise ConfigProblem(
+            f"{manifest}: no corpus manifest: {needs} the labelled corpus of a failclass checkout; run it in "
+            "a checkout, or give the checkout's corpora/manifest.jsonl with --manifest"
+        )

@@ -24,13 +24,48 @@ from failclass.store import StoreUnavailable
 
 class Failclass(click.Group):
     """The root group: whichever command meets a store it cannot open or use ends with
-    one line naming the store and the cause, exit status 3."""
+    one line naming the store and the cause, exit status 3; its classifier options are
+    accepted after the command too (`failclass classify --no-model LOG` as
+    `failclass --no-model classify LOG`)."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except StoreUnavailable as exc:
             raise StoreProblem(str(exc)) from None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self.options_first(ctx, args))
+
+    def options_first(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``args`` with this group's own options (and their values) moved in front; "--"
+        ends the options, as everywhere."""
+        takes_value = {
+            name: not param.is_flag
+            for param in self.params
+            if isinstance(param, click.Option) and not param.is_eager
+            for name in param.opts
+        }
+        front: list[str] = []
+        rest: list[str] = []
+        index = 0
+        while index < len(args):
+            arg = args[index]
+            name, equals, _ = arg.partition("=")
+            if arg == "--":
+                rest += args[index:]
+                break
+            if name not in takes_value:
+                rest.append(arg)
+            elif takes_value[name] and not equals:
+                if index + 1 == len(args):
+                    raise click.BadOptionUsage(name, f"Option '{name}' requires an argument.", ctx)
+                front += args[index : index + 2]
+                index += 1
+            else:
+                front.append(arg)
+            index += 1
+        return front + rest
 
 
 @click.group(cls=Failclass)
@@ -57,7 +92,9 @@ class Failclass(click.Group):
 def main(
     ctx: click.Context, rules_dirs: tuple[Path, ...], model: Path | None, no_model: bool, model_threshold: float | None
 ) -> None:
-    """failclass: name why a GPU training attempt failed, from its logs."""
+    """failclass: name why a GPU training attempt failed, from its logs.
+
+    These options may also follow the command: `failclass classify --no-model LOG`."""
     # Each line reaches a pipe when it is written: long-running commands (the Kubernetes
     # controller, watch, serve) are read while they run, not when they exit.
     if isinstance(sys.stdout, io.TextIOWrapper):

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from failclass.classifier import Classifier
-from failclass.cli.common import configured, fallback, input_failure, ruleset
+from failclass.cli.common import check_corpus, configured, fallback, input_failure, ruleset
 from failclass.cli.extras import needs
 from failclass.cli.progress import progress
 from failclass.errors import ConfigError, InputError
@@ -47,10 +47,11 @@ def train(out: Path | None, manifest: Path, labels_dir_: Path | None) -> None:
     from failclass.model.training import train as fit  # scikit-learn's model selection loads only here
 
     out = out or configured_path()[0]
-    corpus = configured(lambda: read_manifest(manifest))
+    check_corpus(manifest, "failclass train fits the model on")
+    entries = configured(lambda: read_manifest(manifest))
     labels = list(scan_labels(labels_dir_ or labels_dir()))
     with progress("training", "fits") as advance:
-        metadata = fit(corpus, labels, out, on_progress=advance)
+        metadata = fit(entries, labels, out, on_progress=advance)
     chosen = next(p for p in metadata["threshold_choice"]["curve"] if p["threshold"] == metadata["threshold"])
     click.echo(
         f"trained on {metadata['trained_on']['logs']} logs ({len(labels)} operator labels), "
@@ -78,6 +79,8 @@ def evaluate_command(ctx: click.Context, split: str, by_repository: bool, manife
     """Rules alone, rules plus the model, and the model alone, on one side of the corpus."""
     from failclass.model.evaluation import evaluate, render  # scikit-learn's metrics load only here
 
+    check_corpus(manifest, "failclass evaluate scores")
+    entries = configured(lambda: read_manifest(manifest))
     rules = ruleset(ctx)
     model = fallback(ctx, rules, required=True)
     assert model is not None  # required
@@ -86,12 +89,10 @@ def evaluate_command(ctx: click.Context, split: str, by_repository: bool, manife
         if by_repository:
             from failclass.model.crossval import cross_validate
 
-            result, folds = configured(
-                lambda: cross_validate(read_manifest(manifest), rules, model.threshold, on_progress=advance)
-            )
+            result, folds = configured(lambda: cross_validate(entries, rules, model.threshold, on_progress=advance))
         else:
             with_model = Classifier(rules, model=model)
-            result = configured(lambda: evaluate(read_manifest(manifest), Classifier(rules), with_model, split, advance))
+            result = configured(lambda: evaluate(entries, Classifier(rules), with_model, split, advance))
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "folds": folds}, indent=1))
         return

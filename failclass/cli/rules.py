@@ -9,12 +9,13 @@ from typing import Any
 
 import click
 
-from failclass.cli.common import EXIT_INPUT, classifier, ruleset
+from failclass.cli.common import EXIT_INPUT, ConfigProblem, classifier, options, ruleset
 from failclass.matching.lint import lint
-from failclass.matching.rules import Rule
+from failclass.matching.rules import Rule, default_rules_dir, operator_rule_dirs
 from failclass.matching.ruletest import run_examples
 from failclass.matching.scaffold import new_rule
 from failclass.matching.taxonomy import BUILTIN_DIR, builtin_taxonomy
+from failclass.resources import CHECKOUT
 
 
 @click.group()
@@ -59,14 +60,32 @@ def rules_list(ctx: click.Context, as_json: bool, reason: str | None) -> None:
 @rules.command("new")
 @click.argument("reason")
 @click.argument("slug")
-@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=BUILTIN_DIR, show_default=True)
-def rules_new(reason: str, slug: str, folder: Path) -> None:
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where (default: the operator's rules folder: the first --rules-dir, else FAILCLASS_RULES_DIR, else "
+    "~/.local/share/failclass/rules). In a checkout, failclass/data/signatures adds a built-in rule.",
+)
+@click.pass_context
+def rules_new(ctx: click.Context, reason: str, slug: str, folder: Path | None) -> None:
     """Append a rule skeleton for REASON to its file; fill in a real example before it loads."""
+    target = folder or next(iter(operator_rule_dirs(options(ctx).rules_dirs)), default_rules_dir())
+    if CHECKOUT is None and target.resolve() == BUILTIN_DIR.resolve():
+        raise click.UsageError(
+            f"{target} holds the installed package's own rules: add yours to your rules folder (--rules-dir DIR, "
+            f"FAILCLASS_RULES_DIR, or {default_rules_dir()} by default)"
+        )
     try:
-        path = new_rule(folder, builtin_taxonomy(), reason, slug)
+        path = new_rule(target, builtin_taxonomy(), reason, slug)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"added {reason}.{slug} to {path}: fill in its pattern, description and a real example with its source")
+    except OSError as exc:
+        raise ConfigProblem(f"{target}: cannot write the rule: {exc.strerror or exc}") from None
+    click.echo(
+        f"added {reason}.{slug} to {path}: fill in its pattern, description and a real example with its source "
+        "(until then the rules that folder adds are refused, with the field to fill in)"
+    )
 
 
 @rules.command("test")

@@ -216,6 +216,11 @@ def watch_command(
     except InputError as exc:
         input_failure(ctx, exc)
         return
+    ended = [job.end for job in jobs if job.end < moment.timestamp()]
+    if ended:
+        last = datetime.fromtimestamp(max(ended), UTC).isoformat(timespec="minutes")
+        now_text = moment.astimezone(UTC).isoformat(timespec="minutes")
+        click.echo(f"{len(ended)} of {len(jobs)} jobs had ended by {now_text} (the last at {last}): not watched", err=True)
     for signal in found:
         done = []
         if act == "slurm":

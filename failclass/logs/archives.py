@@ -4,7 +4,11 @@ to disk, and every member passes the same guards:
 
 - names: absolute paths, ``..`` components and NUL bytes are refused; names that are not
   UTF-8 are kept with their bytes escaped (surrogateescape), shown escaped;
-- kinds: only regular files; symlinks, hard links, devices and fifos are skipped;
+- kinds: only regular files; symlinks, hard links, devices and fifos are skipped (a FIFO
+  or a device named as the source itself is read as a stream, as `classify` reads it);
+- compression: a ``.gz`` or ``.zst`` file found in a directory or an archive is read
+  decompressed (its size then unknown); which files are logs, ``is_log_name`` says (the
+  batch also takes any file its manifest lists);
 - sizes: a member may not grow beyond LIMITS.archive_member_bytes uncompressed, nor beyond
   LIMITS.zip_ratio times its compressed size in a zip (bombs), nor a single compressed log
   beyond LIMITS.archive_member_bytes; reading stops there and the member is reported as damaged.
@@ -19,23 +23,30 @@ import gzip
 import io
 import lzma
 import os
+import re
 import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import fsspec
 import zstandard
 
-from failclass.errors import DamagedMember
+from failclass.errors import DamagedMember, InputError
 from failclass.limits import LIMITS
-from failclass.logs.text import Readable
+from failclass.logs.text import Readable, open_log
 
 READ_ERRORS = (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, zstandard.ZstdError)
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tzst")
+# A log's name: no extension at all (stdout), .log, .out, .err, .txt, .stdout or .stderr
+# (a rotation number after it allowed: train.log.1), or a job number (Slurm's %j:
+# train.4711; PBS and SGE: train.o4711); then optionally .gz or .zst. Hidden files are not logs.
+LOG_NAME = re.compile(
+    r"[^./](?:[^./]*|[^/]*\.(?:log|out|err|txt|stdout|stderr)(?:\.[0-9]+)?|[^/]*\.[oe]?[0-9]+)(?:\.gz|\.zst)?", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class Member:
     source: str
     name: str
     size: int | None
+    inside: bool = True  # found in a directory or an archive (False: the source itself)
 
     @property
     def key(self) -> str:
@@ -79,6 +91,8 @@ class Limited(io.RawIOBase):
             data = self.stream.read(len(buffer))
         except READ_ERRORS as exc:
             raise DamagedMember(f"{self.name}: cannot be read: {exc}") from None
+        except InputError as exc:  # a stream past LIMITS.stream_log_bytes (failclass.logs.text.StreamCap)
+            raise DamagedMember(str(exc)) from None
         self.seen += len(data)
         if self.seen > self.limit:
             raise DamagedMember(f"{self.name}: larger than the limit of {self.limit} bytes (a bomb?)")
@@ -102,6 +116,27 @@ def kind(name: str) -> str:
 Opener = Callable[[], BinaryIO]
 
 
+def is_log_name(name: str) -> bool:
+    """Whether a file found in a directory or an archive is named like a log (LOG_NAME);
+    README.md, .url, .csv, .json or .parquet files beside the logs are not."""
+    return LOG_NAME.fullmatch(name.rsplit("/", 1)[-1]) is not None
+
+
+def _member(source: str, name: str, size: int | None, stream: Readable, limit: int) -> tuple[Member, Limited]:
+    """A file of a directory or an archive, limited to ``limit`` bytes as stored; a .gz or
+    .zst one read decompressed, up to LIMITS.archive_member_bytes."""
+    what = kind(name)
+    if what not in ("gzip", "zstd"):
+        return Member(source, name, size), Limited(stream, limit, name)
+    stored = Limited(stream, limit, name)
+    opened = (
+        gzip.GzipFile(fileobj=stored, mode="rb")
+        if what == "gzip"
+        else zstandard.ZstdDecompressor().stream_reader(cast(BinaryIO, stored))
+    )
+    return Member(source, name, None), Limited(opened, LIMITS.archive_member_bytes, name)
+
+
 def members(source: str | Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
     """Every log of a source (a local path or an fsspec URL such as s3://bucket/logs.tar)
     with a stream to read it; problems go to ``errors``."""
@@ -109,12 +144,15 @@ def members(source: str | Path, errors: list[str]) -> Iterator[tuple[Member, Lim
     if "://" not in text and Path(text).is_dir():
         yield from _local_directory(Path(text), errors)
         return
+    if "://" not in text and Path(text).exists() and not Path(text).is_file():
+        yield from _local_stream(Path(text), errors)
+        return
     fs, root = fsspec.core.url_to_fs(text)
     if fs.isdir(root):
         for found in sorted(fs.find(root)):
             relative = found[len(root.rstrip("/")) + 1 :]
             with fs.open(found, "rb") as handle:
-                yield Member(text, relative, fs.size(found)), Limited(handle, LIMITS.archive_member_bytes, relative)
+                yield _member(text, relative, fs.size(found), handle, LIMITS.archive_member_bytes)
         return
     what = kind(root)
 
@@ -136,7 +174,7 @@ def members(source: str | Path, errors: list[str]) -> Iterator[tuple[Member, Lim
                 stream = raw
             plain = name.rsplit(".", 1)[0] if what != "file" else name
             yield (
-                Member(text, plain, None if what != "file" else fs.size(root)),
+                Member(text, plain, None if what != "file" else fs.size(root), inside=False),
                 Limited(stream, LIMITS.archive_member_bytes, plain),
             )
 
@@ -153,7 +191,19 @@ def _local_directory(path: Path, errors: list[str]) -> Iterator[tuple[Member, Li
                 errors.append(f"{source}::{relative}: skipped: not a regular file")
                 continue
             with full.open("rb") as stream:
-                yield Member(source, relative, full.stat().st_size), Limited(stream, LIMITS.archive_member_bytes, relative)
+                yield _member(source, relative, full.stat().st_size, stream, LIMITS.archive_member_bytes)
+
+
+def _local_stream(path: Path, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
+    """A FIFO or a device named as the source: one log read as a stream, as `classify`
+    reads it (gzip or not, up to LIMITS.stream_log_bytes); a socket is refused."""
+    try:
+        opened = open_log(path)
+    except InputError as exc:
+        errors.append(str(exc))
+        return
+    with opened:
+        yield Member(str(path), path.name, None, inside=False), Limited(opened, LIMITS.archive_member_bytes, path.name)
 
 
 def _tar_members(source: str, opener: Opener, zstd: bool, errors: list[str]) -> Iterator[tuple[Member, Limited]]:
@@ -170,10 +220,7 @@ def _tar_members(source: str, opener: Opener, zstd: bool, errors: list[str]) -> 
                     elif not info.isfile():
                         errors.append(f"{source}::{name}: skipped: not a regular file ({_tar_kind(info)})")
                     elif (member := archive.extractfile(info)) is not None:
-                        yield (
-                            Member(source, name, info.size),
-                            Limited(member, min(info.size, LIMITS.archive_member_bytes) + 1, name),
-                        )
+                        yield _member(source, name, info.size, member, min(info.size, LIMITS.archive_member_bytes) + 1)
     except READ_ERRORS as exc:
         errors.append(f"{source}: damaged or unreadable tar archive, stopped there: {exc}")
 
@@ -205,6 +252,6 @@ def _zip_members(source: str, opener: Opener, errors: list[str]) -> Iterator[tup
             limit = min(LIMITS.archive_member_bytes, max(info.compress_size, 1) * LIMITS.zip_ratio)
             try:
                 with archive.open(info) as stream:
-                    yield Member(source, name, info.file_size), Limited(stream, limit, name)
+                    yield _member(source, name, info.file_size, stream, limit)
             except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
                 errors.append(f"{source}::{name}: damaged member, skipped: {exc}")

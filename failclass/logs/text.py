@@ -2,8 +2,10 @@
 
 Logs are hostile input: any bytes, any size, no newline at all. Reading is streaming in
 fixed-size blocks (memory stays bounded whatever the size); gzip-compressed logs are
-read transparently. ANSI escape sequences are removed before matching; invalid UTF-8
-survives as U+FFFD in evidence text. Carriage returns are kept: the pattern dialect
+read transparently. Anything else than a regular file (a pipe, a FIFO, a device,
+standard input) is a stream, read up to LIMITS.stream_log_bytes since it may never end;
+directories and sockets are refused. ANSI escape sequences are removed before matching;
+invalid UTF-8 survives as U+FFFD in evidence text. Carriage returns are kept: the pattern dialect
 treats them as the start of a message (a progress bar rewritten in place), and line
 numbers stay those an editor shows.
 """
@@ -15,6 +17,8 @@ import gzip
 import io
 import os
 import re
+import stat
+import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -36,15 +40,81 @@ def strip_ansi(block: bytes) -> bytes:
 
 def open_log(path: Path) -> BinaryIO:
     """Open a log file for streaming; gzip is detected by its magic bytes, not the name."""
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, not a log file")
     try:
-        raw = _open_fifo(path) if path.is_fifo() else path.open("rb")
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode) or stat.S_ISSOCK(mode):
+            raise InputError(f"{path}: is a {'directory' if stat.S_ISDIR(mode) else 'socket'}, not a log file")
+        if stat.S_ISREG(mode):
+            raw: Readable = path.open("rb")
+        else:  # a FIFO or a device (/dev/null reads empty, /dev/zero never ends): a stream
+            raw = StreamCap(_open_fifo(path) if stat.S_ISFIFO(mode) else path.open("rb"), str(path))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from None
     return open_stream(raw)  # peeks, never seeks: pipes and FIFOs stream like files
+
+
+def open_standard_input() -> BinaryIO:
+    """Standard input as a log, gzip or not (up to LIMITS.stream_log_bytes whatever it is)."""
+    return open_stream(StreamCap(os.fdopen(sys.stdin.fileno(), "rb", closefd=False), "standard input"))
+
+
+class StreamCap(io.RawIOBase):
+    """A stream read up to LIMITS.stream_log_bytes; past it, InputError (a writer such as
+    ``yes`` or /dev/zero would otherwise never end the log)."""
+
+    def __init__(self, stream: Readable, name: str, limit: int = LIMITS.stream_log_bytes) -> None:
+        self.stream = stream
+        self.name = name
+        self.limit = limit
+        self.seen = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        """Closes the stream it reads too (it owns it)."""
+        if not self.closed and hasattr(self.stream, "close"):
+            self.stream.close()
+        super().close()
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.stream.read(len(buffer))
+        self.seen += len(data)
+        if self.seen > self.limit:
+            raise InputError(
+                f"{self.name}: over {self.limit:,} bytes, the limit for a log that is not a regular file (pipe, FIFO, device)"
+            )
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def read_head(stream: Readable, size: int) -> bytes:
+    """The first ``size`` bytes of a stream (fewer at its end); a raw stream's read may stop short."""
+    parts: list[bytes] = []
+    wanted = size
+    while wanted > 0 and (part := stream.read(wanted)):
+        parts.append(part)
+        wanted -= len(part)
+    return b"".join(parts)
+
+
+class Resumed(io.RawIOBase):
+    """A stream whose first bytes were read already: they come first again."""
+
+    def __init__(self, head: bytes, rest: Readable) -> None:
+        self.head = head
+        self.rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
+        self.head = self.head[len(data) :] if self.head else b""
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _open_fifo(path: Path) -> BinaryIO:

@@ -22,6 +22,7 @@ from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
 from failclass.matching.safety import lint_pattern
 from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxonomy
+from failclass.resources import user_data_dir
 from failclass.yamlload import SafeLoader
 
 KINDS = ("explicit", "implicit")
@@ -213,12 +214,26 @@ def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.yaml") if p.name not in reserved)
 
 
+def default_rules_dir() -> Path:
+    """The operator's own rules folder when FAILCLASS_RULES_DIR names none."""
+    return user_data_dir() / "rules"
+
+
+def operator_rule_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
+    """The operator's rule folders, in load order: each --rules-dir, then those of
+    FAILCLASS_RULES_DIR (separated by os.pathsep) or, without it, default_rules_dir()
+    when it exists. `failclass rules new` writes into the first."""
+    configured = [Path(d) for d in os.environ.get(RULES_DIR_ENV, "").split(os.pathsep) if d]
+    if RULES_DIR_ENV not in os.environ and default_rules_dir().is_dir():
+        configured = [default_rules_dir()]
+    return [Path(d) for d in extra_dirs] + configured
+
+
 def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet:
-    """Load the built-in rules and any extra folders; ids must be unique across all."""
+    """Load the built-in rules and the operator's folders; ids must be unique across all."""
     taxonomy = builtin_taxonomy()
     prefixes = load_prefixes(BUILTIN_DIR / "prefixes.yaml")
-    dirs = ([BUILTIN_DIR] if builtin else []) + [Path(d) for d in extra_dirs]
-    dirs += [Path(d) for d in os.environ.get(RULES_DIR_ENV, "").split(os.pathsep) if d]
+    dirs = ([BUILTIN_DIR] if builtin else []) + operator_rule_dirs(extra_dirs)
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for directory in dirs:

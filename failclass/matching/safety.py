@@ -80,6 +80,23 @@ def longest_required_literal(parsed: Any) -> int:
     return best
 
 
+def _breaks_line(item: tuple[Any, Any]) -> bool:
+    r"""Whether one element of a pattern or class is a line break: \n or \s."""
+    op, arg = item
+    return (op is sre_parse.LITERAL and arg == ord("\n")) or (op is sre_parse.CATEGORY and arg is sre_parse.CATEGORY_SPACE)
+
+
+def matches_line_break(parsed: Any) -> bool:
+    r"""True where a \n or \s can match a line break; inside a negated class (``[^\n]``,
+    the way to stay on one line) they cannot."""
+    for op, arg in _walk(parsed):
+        if op is sre_parse.IN and not (arg and arg[0][0] is sre_parse.NEGATE) and any(map(_breaks_line, arg)):
+            return True
+        if _breaks_line((op, arg)):
+            return True
+    return False
+
+
 def lint_pattern(rule: Rule, index: int, pattern: str) -> Iterator[Finding]:
     where = f"patterns[{index}]"
     try:
@@ -91,5 +108,5 @@ def lint_pattern(rule: Rule, index: int, pattern: str) -> Iterator[Finding]:
         yield Finding("error", rule.id, rule.path, f"{where} nests unbounded quantifiers (catastrophic backtracking)")
     if longest_required_literal(parsed) < MIN_LITERAL:
         yield Finding("error", rule.id, rule.path, f"{where} has no required literal of {MIN_LITERAL}+ characters")
-    if "\\s" in pattern or "\\n" in pattern:
+    if matches_line_break(parsed):
         yield Finding("warning", rule.id, rule.path, f"{where} uses \\s or \\n, which can match across lines; use [ \\t]")

@@ -33,6 +33,7 @@ def new_rule(folder: Path, taxonomy: Taxonomy, reason: str, slug: str) -> Path:
         raise ValueError(f"unknown reason {reason!r}")
     if not SLUG.fullmatch(slug):
         raise ValueError(f"slug {slug!r} must be made of a-z, 0-9 and _")
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{reason}.yaml"
     existing = path.read_text(encoding="utf-8") if path.exists() else f"reason: {reason}\nrules:\n"
     if f"id: {reason}.{slug}\n" in existing:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from failclass.errors import ConfigError
@@ -127,11 +127,17 @@ def write_manifest(entries: list[Entry], path: Path = MANIFEST) -> None:
 
 
 def read_manifest(path: Path = MANIFEST) -> list[Entry]:
+    """A corpus manifest's entries. Their paths are relative to the checkout that holds the
+    manifest (above its corpora/ folder); those of another checkout are made absolute."""
     try:
         lines = path.read_text().splitlines()
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no corpus manifest (regenerate it: make corpus)") from None
-    return [Entry(**json.loads(line)) for line in lines if line.strip()]
+        raise ConfigError(f"{path}: no corpus manifest (a failclass checkout has one: corpora/manifest.jsonl)") from None
+    entries = [Entry(**json.loads(line)) for line in lines if line.strip()]
+    checkout = path.resolve().parent.parent
+    if checkout == CORPORA.parent.resolve():
+        return entries
+    return [replace(e, path=str(checkout / e.path)) if not Path(e.path).is_absolute() else e for e in entries]
 
 
 def corpus_hash(entries: list[Entry]) -> str:

@@ -7,6 +7,8 @@ readings (and logs), by an operator's policy.
 - ``release`` an unreleased job: its log said training finished, its GPUs have been idle
   since, for ``unreleased_grace_s``.
 
+Jobs that ended before now (their ``end`` in the jobs file) are not watched.
+
 "No work" is zero utilisation; memory held by an idle notebook's CUDA context does not
 count as work (``idle_needs_free_memory`` makes it count, as CloudBrain-I's idle slot does).
 """
@@ -56,15 +58,16 @@ def watch(
     finished: Cause | None = None,
     timelines: Mapping[str, Timeline] | None = None,
 ) -> list[Signal]:
-    """Signals for the jobs whose readings are in ``samples`` (readings after ``now`` ignored)."""
+    """Signals for the running jobs whose readings are in ``samples`` (readings after
+    ``now`` ignored, jobs that ended before it not watched)."""
     table = samples.take(np.flatnonzero(samples.ts <= now)).sorted()
     signals = []
     for code in np.unique(table.job):
         name = table.jobs[code]
-        if not name:
+        job = jobs.get(name, JobAllocation(name))
+        if not name or job.end < now:
             continue
         rows = np.flatnonzero(table.job == code)
-        job = jobs.get(name, JobAllocation(name))
         signals += _job_signals(table, rows, job, now, policy, finished, (timelines or {}).get(name))
     return signals
 

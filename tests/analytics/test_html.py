@@ -12,6 +12,7 @@ from failclass.analytics.analysis import analyse
 from failclass.analytics.captions import gpu_caption, repeats_caption, rtf_caption
 from failclass.analytics.html import to_html
 from failclass.analytics.records import AttemptRecord
+from failclass.analytics.render import to_markdown
 from failclass.analytics.report import build_report
 from failclass.analytics.selection import Selection
 from failclass.matching.taxonomy import builtin_taxonomy
@@ -93,3 +94,26 @@ def test_an_empty_selection_draws_no_blank_axes(selection: Selection, says: str)
     records = [*USER_FAST, attempt("p1", "dee", None, 50, status="passed")]
     page = to_html(analyse(Listed(records), selection, TAXONOMY), TAXONOMY)
     assert says in page and "<svg" not in page
+
+
+def test_attempts_without_times_say_so_instead_of_drawing_or_sharing_zero() -> None:
+    """Batch results have no start and end times: no GPU time, so no GPU plot on empty
+    axes, no "lost most (0.00 GPU-h)", and no percentage of zero (Table 6's total included)."""
+    reasons = ["gpu_oom", "gpu_oom", "import_error"]
+    records = [AttemptRecord(f"j{n}", 1, "unknown", "default", "failed", None, None, 1, r) for n, r in enumerate(reasons)]
+    analysis = analyse(Listed(records), Selection(), TAXONOMY)
+    page = to_html(analysis, TAXONOMY)
+    assert page.count("<svg") == 1 and '<figure id="repeats-per-user">' in page  # who fails again still draws
+    assert '<p class="empty" id="gpu-time">No failed attempt has a start and end time' in page
+    assert '<p class="empty" id="rtf">No failed attempt has a start and end time' in page
+    assert "3 failed; none has a start and end time, so the GPU time they lost is not counted." in page
+    assert "lost most" not in page and "0.00 GPU-h" not in page
+    markdown = to_markdown(analysis)
+    assert "| total | 3 | 100.00 | 0.00 | - |" in markdown and "| unsuccessful | 3 | 100.00 | 0.00 | - |" in markdown
+    assert "| GPU out of memory | U | 2 | 2 | 1 | - | - | - | - | 2 | 0 | 0 | 0.00 | - |" in markdown
+    assert "No job has a start and end time: no runtime or GPU time to count, and no share of it (-)." in markdown
+    assert (
+        {row.rtf_total_pct for row in analysis.report.table7}
+        == {row.rtf_x_demand_pct for row in analysis.report.table7}
+        == {None}
+    )

@@ -19,6 +19,7 @@ ROWS = {  # limit -> the first cell of its README row
     "model_tail_bytes": "what the model reads",
     "region_lines": "what the model reads",
     "label_bytes": "label copy",
+    "stream_log_bytes": "log that is not a regular file (pipe, FIFO, device, standard input)",
     "request_bytes": "HTTP request body",
     "page_rows": "listing page",
     "archive_member_bytes": "archive member (batch)",

@@ -327,3 +327,55 @@ def test_a_manifest_that_names_no_log_of_the_sources_is_an_error(tmp_path: Path)
     assert done.returncode == 1
     assert "the manifest lists 1 logs and the sources hold none of them" in done.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists() or not (tmp_path / "out" / "results.jsonl").read_text()
+
+
+@pytest.mark.parametrize("suffix", ["dir", ".tar.gz", ".zip"])
+def test_only_files_named_like_logs_are_classified_the_others_counted(tmp_path: Path, suffix: str) -> None:
+    """Beside the logs (plain, .gz, .zst, no extension, a Slurm .out) lie a README, a URL,
+    a table, Parquet and a hidden file: they are skipped and counted, not classified;
+    compressed logs are read decompressed, also above the size read in memory."""
+    oom = (ROOT / LOGS["jobs/job-a/attempt-1/stdout.log"]).read_bytes()
+    mpi = (ROOT / LOGS["jobs/job-b/out.log"]).read_bytes()
+    padding = b"step 1 loss 2.5\n" * ((LIMITS.batch_in_memory_bytes >> 4) + 1)  # past what is read in memory
+    files = {
+        "jobs/job-a/stdout": oom,
+        "jobs/job-b/rank0.log.gz": gzip.compress(mpi),
+        "jobs/job-c/rank0.log.zst": zstandard.ZstdCompressor().compress(padding + oom),
+        "jobs/job-d/slurm-4711.out": mpi,
+        "jobs/README.md": b"# what these jobs were\n",
+        "jobs/job-a/thread.url": b"https://github.com/example/issue/1\n",
+        "jobs/job-a/attempts.csv": b"job_id,attempt\njob-a,1\n",
+        "jobs/job-b/results.parquet": b"PAR1\x00PAR1",
+        "jobs/job-d/.DS_Store": b"\x00\x00\x00\x01Bud1",
+    }
+    folder = tmp_path / "src"
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    if suffix == "dir":
+        source = folder / "jobs"
+    elif suffix == ".zip":
+        source = tmp_path / "jobs.zip"
+        with zipfile.ZipFile(source, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name in files:
+                archive.write(folder / name, name)
+    else:
+        source = tar_of(folder / "jobs", tmp_path / "jobs.tar.gz", "w:gz")
+    done = batch(str(source), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    expected = {("job-a", 1): "gpu_oom", ("job-b", 1): "mpi_runtime_failure", ("job-c", 1): "gpu_oom"}
+    assert results(tmp_path / "out") == {**expected, ("job-d", 1): "mpi_runtime_failure"}
+    assert done.stdout.startswith("4 attempts classified (0 already done), 4 logs (5 other files skipped: not named like logs)")
+
+
+def test_a_file_the_manifest_lists_is_a_log_whatever_its_name(tmp_path: Path) -> None:
+    folder = tmp_path / "jobs" / "job-a"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / LOGS["jobs/job-b/out.log"], folder / "output.json")
+    (folder / "notes.md").write_text("rerun on another node\n")
+    manifest = tmp_path / "attempts.csv"
+    manifest.write_text("job_id,attempt,user,status,logs\njob-a,1,alice,failed,job-a/output.json\n")
+    done = batch(str(tmp_path / "jobs"), "--manifest", str(manifest), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert results(tmp_path / "out") == {("job-a", 1): "mpi_runtime_failure"}
+    assert "1 logs (1 other files skipped" in done.stdout

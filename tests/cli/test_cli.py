@@ -85,9 +85,29 @@ def test_rules_list_json_has_every_rule() -> None:
         assert row["patterns"] or row["exception"]["types"]  # a literal rule, or one over a raised exception
 
 
-def test_rules_test_and_lint_pass() -> None:
+def test_rules_test_and_strict_lint_pass() -> None:
     tested = run_cli("rules", "test")
     assert tested.returncode == 0, tested.stdout[-3000:]
     assert tested.stdout.strip().endswith("0 failures")
-    linted = run_cli("rules", "lint")
+    linted = run_cli("rules", "lint", "--strict")  # warnings fail too: the shipped rules have none
     assert linted.returncode == 0, linted.stdout[-3000:]
+    assert linted.stdout.strip().endswith(": 0 errors, 0 warnings")
+
+
+def test_global_options_are_accepted_after_the_command_too(tmp_path: Path) -> None:
+    """`classify --no-model LOG` means `--no-model classify LOG`; values travel with their
+    option, in both spellings; after "--" nothing is an option."""
+    holdout = "corpora/holdout/import_error/torchrun_tensorboard_module_missing.log"  # only the model names it
+    assert json.loads(run_cli("classify", "--json", holdout).stdout)["source"] == "model"
+    for args in (("classify", "--no-model", "--json", holdout), ("classify", "--json", holdout, "--no-model")):
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["source"] == "none"
+    (tmp_path / "gpu_oom.yaml").write_text("reason: gpu_oom\nrules:\n  - id: gpu_oom.x\n    kind: sometimes\n")
+    for spelling in (("--rules-dir", str(tmp_path)), (f"--rules-dir={tmp_path}",)):
+        done = run_cli("rules", "list", *spelling)
+        assert done.returncode == 2 and "gpu_oom.yaml: rule gpu_oom.x: field 'kind'" in done.stderr
+    done = run_cli("classify", "--json", "--", "--no-model")
+    assert done.returncode == 1 and json.loads(done.stdout)["error"] == "--no-model: no such file"
+    done = run_cli("classify", holdout, "--model")
+    assert done.returncode == 2 and "Option '--model' requires an argument." in done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+
+from failclass.limits import LIMITS
 
 DATA_MEMORY_MB = 48  # what a log may add to a run over a one-line log: two 4 MB pieces, the tail, slack
 WRAPPER = (
@@ -117,3 +120,42 @@ def test_pipes_and_fifos_stream_and_nothing_is_skipped(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert [row["reason"] for row in rows] == ["gpu_oom", "gpu_oom", "no_signature", "gpu_oom"]
     assert rows[2]["bytes"] == 0
+
+
+def test_devices_and_endless_streams_end_with_one_line_and_exit_1(tmp_path: Path) -> None:
+    """A log that is not a regular file is a stream read up to LIMITS.stream_log_bytes:
+    /dev/zero and `yes` end there with one line; /dev/null is an empty log; a gzip stream
+    on standard input is read decompressed; a socket is refused. The files after them are
+    still classified."""
+    log = ROOT / "samples" / "gpu_oom--nccl_p2p_setup_cuda_oom.log"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    limit = f"over {LIMITS.stream_log_bytes:,} bytes, the limit for a log that is not a regular file"
+    report = classify_measured(Path("/dev/zero"), Path("/dev/null"), tmp_path / "sock", log)
+    assert report["rc"] == 1
+    zero, null, sock, oom = report["rows"]
+    assert zero == {"path": "/dev/zero", "error": f"/dev/zero: {limit} (pipe, FIFO, device)"}
+    assert (null["reason"], null["bytes"]) == ("no_signature", 0)
+    assert sock["error"] == f"{tmp_path / 'sock'}: is a socket, not a log file"
+    assert oom["reason"] == "gpu_oom"
+    server.close()
+    command = f'yes "epoch 1 step 10 loss 2.31" | "{sys.executable}" -m failclass.cli --no-model classify -'
+    endless = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert (endless.returncode, endless.stdout) == (1, "")
+    assert endless.stderr == f"-: error: standard input: {limit} (pipe, FIFO, device)\n"
+    zipped = subprocess.run(
+        ["bash", "-c", f'gzip -c "{log}" | "{sys.executable}" -m failclass.cli --no-model classify --json -'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert json.loads(zipped.stdout)["reason"] == "gpu_oom"
+
+
+def test_batch_reads_a_device_named_as_its_source_as_a_stream(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "failclass.cli", "--no-model", "batch", "/dev/zero", "--out", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"problem: /dev/zero: over {LIMITS.stream_log_bytes:,} bytes" in done.stderr

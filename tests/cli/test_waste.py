@@ -101,3 +101,15 @@ def test_watch_takes_its_jobs_from_a_file_or_from_slurm_and_says_when_slurm_cann
         check=False,
     )
     assert done.returncode == 1 and "cannot run scontrol show job -d" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_watch_over_a_finished_trace_watches_no_job_and_says_so_in_one_line():
+    done = run_cli("waste", "watch", str(SAMPLE / "samples.parquet"), "--jobs", str(SAMPLE / "jobs.csv"))
+    assert done.returncode == 0 and done.stdout == "", done.stdout
+    assert done.stderr.startswith("16 of 16 jobs had ended by ") and done.stderr.count("\n") == 1
+    assert done.stderr.endswith("(the last at 2024-05-07T05:55+00:00): not watched\n")
+    during = run_cli(
+        "waste", "watch", str(SAMPLE / "samples.parquet"), "--jobs", str(SAMPLE / "jobs.csv"), "--now", "2024-05-02T03:00:00"
+    )
+    assert during.stdout.startswith("release job000001: no GPU work for 116 min")
+    assert during.stderr == "1 of 16 jobs had ended by 2024-05-02T03:00+00:00 (the last at 2024-05-01T20:58+00:00): not watched\n"

@@ -54,6 +54,19 @@ def test_whitespace_class_that_crosses_lines_is_a_warning(tmp_path: Path) -> Non
     assert any(f.startswith("warning") and "across lines" in f for f in found)
 
 
+@pytest.mark.parametrize(
+    ("pattern", "example"),
+    [
+        ("Killed[^\\n]{0,40}process", "Killed the process"),
+        ("Killed[^\\s]* process", "Killed process"),
+        ("Killed\\\\nprocess", "Killed\\\\nprocess"),
+    ],
+)
+def test_a_negated_class_or_an_escaped_backslash_stays_on_its_line(tmp_path: Path, pattern: str, example: str) -> None:
+    r"""``[^\n]`` is how a pattern stays on one line: no warning (nor for a backslash and an n)."""
+    assert findings_for(tmp_path, pattern, example) == []
+
+
 def test_duplicate_pattern_across_rules_is_an_error(tmp_path: Path) -> None:
     second = RULE.format(slug="b", pattern="Killed process", example="Killed process 1").split("rules:\n")[1]
     found = findings_for(tmp_path, "Killed process", "Killed process 1", second)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
 
-from failclass.model.corpus import read_manifest, write_manifest
+from failclass.model.corpus import read_manifest, resolve, write_manifest
 
 LOG = ROOT / "corpora" / "public" / "no_signature" / "slurm_lightning_init_hang_cancelled.log"
 
@@ -22,7 +23,7 @@ def small_manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
             chosen += [e for e in read_manifest() if e.reason == reason and e.split == split and e.outcome == "failed"][:10]
         chosen += [e for e in read_manifest() if e.outcome == "passed" and e.split == split][:5]
     path = tmp_path_factory.mktemp("corpus") / "manifest.jsonl"
-    write_manifest(chosen, path)
+    write_manifest([replace(e, path=str(resolve(e))) for e in chosen], path)  # outside the checkout: absolute paths
     return path
 
 

@@ -62,3 +62,13 @@ def test_a_batch_job_idle_after_its_training_finished_is_released_with_the_line(
     assert signals(readings("nb", 10, 20), kind="batch", timelines=timeline) == []  # 10 min idle: within the grace
     found = signals(readings("nb", 10, 40), kind="batch", timelines=timeline)
     assert found == [(RELEASE, "nb", 30)]
+
+
+def test_a_job_that_ended_is_not_watched_however_long_it_idled():
+    samples = readings("nb", 10, 80)
+    now = START + 80 * 60
+    running = {"nb": JobAllocation("nb", kind="interactive", start=START, end=now)}  # ends now: still running
+    assert [s.action for s in watch(samples, running, now, POLICY)] == [RELEASE]
+    ended = {"nb": JobAllocation("nb", kind="interactive", start=START, end=now - 1)}
+    assert watch(samples, ended, now, POLICY) == []
+    assert watch(samples, ended, now + 5 * 365 * 86400, POLICY) == []  # years later: still nothing
