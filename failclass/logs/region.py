@@ -23,18 +23,23 @@ TROUBLE = re.compile(
     r"|invalid|traceback|terminat|nan|overflow|timeout|timed out|exit|core dumped|refused|closed|lost|warn|oom|memory"
 )  # searched in the lowercased line: ten times faster than re.IGNORECASE
 FAILURE_RECORD = re.compile(
-    r"Traceback \(most recent call last\)"  # Python's traceback header
+    r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+"  # a Python traceback, or its frames
     r"|(?<![\w.])(?:[\w.]*\.)?[A-Z]?\w*(?:Error|Exception|Failure|Fault)(?:\([\w.]*\))?(?::|\s*$)"  # an exception, an error
     r"|\b(?:ERROR|FATAL|CRITICAL)\b"  # a log record's level, as loggers print it
-    r"|(?:^|[\s:\]])[EF]\d{4} \d\d:\d\d:\d\d|\d: [EF] [\w/.-]+:\d+\]"  # glog's and TensorFlow's E/F records
-    r"|terminate called after throwing|core dumped|Segmentation fault|Bus error|Illegal instruction"
-    r"|(?i:permission denied|no space left on device|connection refused|connection reset by peer|broken pipe"
-    r"|no such file or directory|cannot allocate memory|input/output error|read-only file system|out of memory"
-    r"|operation not permitted|network is unreachable|no route to host|stale file handle|disk quota exceeded)"
-)  # a line that records a failure: an exception, an error-level record, a fatal signal, an
-# errno's message (glibc's strerror wording). Words alone (`timeout=1800`, `error_rate`,
-# `fail_fast`, a UserWarning) are not: a log without such a line shows no failure, and the
-# guide files it as No signature (principle 6)
+    r"|(?:^|[\s:\]\[])[EF]\d{3,4} \d\d:\d\d:\d\d|\d: [EF] [\w/.-]+:\d+\]"  # glog's, c10's and TensorFlow's E/F records
+    r"|\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b|\bsignal (?:11|6|7|4|8)\b"  # a fatal signal
+)  # a line that records a failure: an exception, an error-level record, a fatal signal
+FAILURE_WORDS = re.compile(
+    r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|abort(?:s|ed|ing)?|exception|denied|cannot|can't|couldn't|could not"
+    r"|unable|not found|no such|refused|timed out|core dumped|segmentation|crash(?:ed|es)?|terminat(?:ed|ing)"
+    r"|evicted|preempted|nan|out of memory)\b(?!=)",
+    re.IGNORECASE,
+)  # a failure said in words, as a word (not `error_rate`, `fail_fast`, `nan=0`): counts unless the line is BENIGN
+BENIGN = re.compile(
+    r"\b[A-Z]\w*Warning\b|\bWARN(?:ING)?\b|warnings\.warn"  # a warning the run goes on after
+    r"|(?i:\bno (?:errors?|failures?)\b|\b0 (?:errors|failed)\b)"  # nothing failed
+    r"|(?i:\b(?:exit|error|return) (?:code|status)\b)"  # a bare exit status: the guide's No signature
+)
 NO_CAUSE = re.compile(
     r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
     r"|error for training job \S+ failed\. reason: algorithmerror: (?:executeuserscripterror:|exit code: \d+)\s*$"
@@ -111,12 +116,14 @@ def names_no_cause(line: str) -> bool:
 
 
 def shows_failure(lines: Sequence[str]) -> bool:
-    """Whether some line records a failure (FAILURE_RECORD) other than an end reported
-    without a cause (principle 6 of the labelling guide: a log with no failure line at all
-    is "No signature")."""
+    """Whether some line says that something failed (FAILURE_RECORD, or FAILURE_WORDS on a
+    line that is not BENIGN) other than
+    an end reported without a cause (principle 6 of the labelling guide: a log with no
+    failure line at all is "No signature")."""
     for line in lines:
         text = segment(line)
-        if FAILURE_RECORD.search(text) and not NO_CAUSE.search(text.lower()):
+        said = FAILURE_RECORD.search(text) or (FAILURE_WORDS.search(text) and not BENIGN.search(text))
+        if said and not NO_CAUSE.search(text.lower()):
             return True
     return False
 
