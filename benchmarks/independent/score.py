@@ -25,7 +25,9 @@ from failclass.model.artifact import load_configured
 def score(corpus: Path, with_model: bool) -> dict[str, Any]:
     """The figures of one corpus (see the module's docstring), and each wrong answer."""
     ruleset = load_rules()
-    model = load_configured(None, set(ruleset.taxonomy.names()), lambda text: print(text, file=sys.stderr)) if with_model else None
+    model = (
+        load_configured(None, set(ruleset.taxonomy.names()), lambda text: print(text, file=sys.stderr)) if with_model else None
+    )
     classifier = Classifier(ruleset, model=model)
     labels = [json.loads(line) for line in (corpus / "labels.jsonl").read_text().splitlines() if line.strip()]
     right: Counter[str] = Counter()
@@ -44,7 +46,15 @@ def score(corpus: Path, with_model: bool) -> dict[str, Any]:
         counts["support"] += 1
         counts["right"] += ok
         if not ok:
-            misses.append({"path": label["path"], "kind": label["kind"], "truth": label["reason"], "answer": result.reason, "source": result.source})
+            misses.append(
+                {
+                    "path": label["path"],
+                    "kind": label["kind"],
+                    "truth": label["reason"],
+                    "answer": result.reason,
+                    "source": result.source,
+                }
+            )
     return {
         "corpus": str(corpus),
         "model": with_model,
