@@ -235,21 +235,25 @@ class Classifier:
         return lines.first_end_without_cause()
 
     def _guess(self, lines: TailLines, ranking: Ranking) -> ModelGuess | None:
-        """The model's answer from the end of a log that shows a failure, if it names one
-        confidently: at its threshold, or from NO_RULE_THRESHOLD when no rule, or only a
-        generic one such as a bare traceback, fired. It does not guess over an end reported
-        without a cause with nothing before it (No signature), nor where the log shows no
-        failure: no rule named one and none of its last lines records one."""
+        """The model's answer from the end of a log, if it names a failure confidently: at
+        its threshold, or from NO_RULE_THRESHOLD where the log shows a failure that no rule,
+        or only a generic one such as a bare traceback, named. It does not guess over an end
+        reported without a cause with nothing before it, nor over a run cut off mid-training
+        (no rule named a failure, none of the last lines says one, some report progress):
+        both are No signature."""
         winner = ranking.winner
         unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
-        if self.model is None or (ranking.set_aside and winner is None) or (unspecific and not lines.shows_failure):
+        if self.model is None or (ranking.set_aside and winner is None):
+            return None
+        shown = not unspecific or lines.shows_failure
+        if not shown and lines.training_to_the_end:  # cut off mid-training: No signature
             return None
         numbered, texts, region = lines.numbered, lines.texts, lines.region
         probabilities = self.model.model.predict_proba(["\n".join(texts)])[0]
         best = int(probabilities.argmax())
         reason = str(self.model.model.classes_[best])
         confidence = float(probabilities[best])
-        floor = min(self.model.threshold, NO_RULE_THRESHOLD) if unspecific else self.model.threshold
+        floor = min(self.model.threshold, NO_RULE_THRESHOLD) if unspecific and shown else self.model.threshold
         if reason == NO_SIGNATURE or confidence < floor:
             return None
         strongest = region[self.model.model.strongest_line([segment(texts[i]) for i in region], reason)]
