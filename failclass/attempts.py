@@ -11,6 +11,15 @@ from typing import Any
 STATUSES = ("passed", "failed", "killed", "unsuccessful")
 
 
+class InvalidAttempt(ValueError):
+    """Facts an attempt cannot have; names the field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One attempt of a job (attempt numbers start at 1)."""
@@ -32,14 +41,18 @@ class Attempt:
     logs: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        if not self.job_id or not self.user:
-            raise ValueError("an attempt needs a job id and a user")
+        """The one check of attempt facts: the service's requests and the hook's facts alike."""
+        for name in ("job_id", "user"):
+            if not getattr(self, name):
+                raise InvalidAttempt(name, "an attempt needs a job id and a user")
         if self.attempt < 1:
-            raise ValueError(f"attempt numbers start at 1, got {self.attempt}")
+            raise InvalidAttempt("attempt", f"attempt numbers start at 1, got {self.attempt}")
         if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+            raise InvalidAttempt("status", f"must be one of {STATUSES}, got {self.status!r}")
         if self.gpus < 0:
-            raise ValueError("gpus cannot be negative")
+            raise InvalidAttempt("gpus", "cannot be negative")
+        if self.start_time and self.end_time and _instant(self.end_time) < _instant(self.start_time):
+            raise InvalidAttempt("end_time", f"{self.end_time.isoformat()} is before start_time {self.start_time.isoformat()}")
 
     def facts(self) -> dict[str, Any]:
         """Every field, the tuples as lists: what a database row holds."""
@@ -59,7 +72,12 @@ class Attempt:
         """Runtime to failure (or to the end), in minutes, when start and end are known."""
         if self.start_time is None or self.end_time is None:
             return None
-        return max((self.end_time - self.start_time).total_seconds(), 0.0) / 60
+        return (_instant(self.end_time) - _instant(self.start_time)).total_seconds() / 60
+
+
+def _instant(moment: datetime) -> datetime:
+    """A time without a zone is local time (as the hook reads one)."""
+    return moment if moment.tzinfo else moment.astimezone()
 
 
 @dataclass(frozen=True)
