@@ -22,6 +22,7 @@ from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError, ServiceRefused
 from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import LocalBackend, exit_code
+from failclass.inbound import UnreadableJson, encodable, read_json
 from failclass.limits import LIMITS
 from failclass.policy.config import load_policy
 
@@ -60,7 +61,7 @@ backend_options = [
     ),
 ]
 submission_options = [
-    click.option("--facts", type=click.File("r"), help="The facts as a JSON object ('-' for stdin); options override."),
+    click.option("--facts", type=click.File("rb"), help="The facts as a JSON object ('-' for stdin); options override."),
     click.option("--job-id", help="The scheduler's job id."),
     click.option("--user", help="The job's user."),
     click.option("--vc", help="Virtual cluster or partition (default: default)."),
@@ -94,13 +95,16 @@ def with_options(options: list[Any]) -> Any:
 
 
 def read_facts(facts: Any) -> dict[str, Any]:
-    """The --facts JSON object; anything else is a usage error (exit 2) that says why."""
+    """The --facts JSON object (read as failclass.inbound reads JSON); anything else is a
+    usage error (exit 2) that says why."""
     if facts is None:
         return {}
     try:
-        loaded = json.load(facts)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        loaded = read_json(facts.read())
+    except json.JSONDecodeError as exc:
         raise click.UsageError(f"--facts: not JSON: {exc}") from None
+    except UnreadableJson as exc:
+        raise click.UsageError(f"--facts: {exc}") from None
     if not isinstance(loaded, dict):
         raise click.UsageError(f"--facts: expected a JSON object, got {type(loaded).__name__}")
     return loaded
@@ -115,6 +119,8 @@ def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: Backend
         merged["attempt"] = merged.pop("attempt_no")
     for key in ("nodes", "inputs", "logs"):
         merged[key] = [str(v) for v in merged.get(key, ())] if isinstance(merged.get(key, ()), list | tuple) else merged[key]
+    # Text UTF-8 cannot hold (an argument's undecodable bytes) as U+FFFD; log paths are opened, so used as given.
+    merged = {key: value if key == "logs" else encodable(value) for key, value in merged.items()}
     wrong = [k for k in INTEGER_FACTS if merged.get(k) is not None and type(merged[k]) is not int]
     if wrong:
         raise click.UsageError(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from failclass.errors import InputError
+from failclass.inbound import encodable
 from failclass.limits import LIMITS
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -228,8 +229,9 @@ def log_end(path: Path, size: int) -> bytes:
 
 
 def blocks_of_text(data: bytes | str, block_size: int = LIMITS.read_block_bytes) -> BlockReader:
-    """Blocks of an in-memory log (a request body, a rule example)."""
-    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    """Blocks of an in-memory log (a request body, a rule example); text as UTF-8, what it
+    cannot encode as U+FFFD (failclass.inbound)."""
+    raw = encodable(data).encode() if isinstance(data, str) else data
     return BlockReader(io.BytesIO(raw), block_size)
 
 
