@@ -18,12 +18,16 @@ from pathlib import Path
 
 from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, make_url, text
-from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, InternalError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from failclass.resources import user_data_dir
 from failclass.store import StoreUnavailable
 from failclass.store.migrate import current, head, upgrade
+
+# What a store that cannot be reached, written or used now raises (a server down, a
+# read-only or full disk, a read-only transaction); not a fault of the query.
+UNAVAILABLE = (OperationalError, InternalError, InterfaceError)
 
 
 def default_database_url() -> str:
@@ -46,7 +50,7 @@ def masked(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
-def _cause(exc: Exception) -> str:
+def cause(exc: Exception) -> str:
     """The driver's or the system's own words, on one line."""
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
@@ -64,7 +68,7 @@ def reaching(url: str) -> Iterator[None]:
     except IntegrityError:
         raise
     except (SQLAlchemyError, CommandError, OSError) as exc:
-        raise StoreUnavailable(f"store {masked(url)} unavailable: {_cause(exc)}") from exc
+        raise StoreUnavailable(f"store {masked(url)} unavailable: {cause(exc)}") from exc
 
 
 def make_engine(url: str) -> Engine:
@@ -90,6 +94,12 @@ class Database:
         """Raise if the database does not answer."""
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+
+    def check_writable(self) -> None:
+        """Raise unless the store can record now: a write in a transaction, rolled back."""
+        with self.engine.connect() as connection, connection.begin() as transaction:
+            connection.execute(text("UPDATE alembic_version SET version_num = version_num"))
+            transaction.rollback()
 
     @contextmanager
     def serialised(self, keys: Sequence[str]) -> Iterator[Session]:

@@ -28,8 +28,10 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the database at ``engine`` to ``revision`` (the newest by default), one
-    process at a time."""
+    process at a time. A database at the newest schema is only read (it may be read-only)."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
+    if revision == "head" and current(engine) == head():
+        return
     with _sqlite_file_lock(engine), engine.begin() as connection:
         _postgres_lock(connection)
         config.attributes["connection"] = connection
