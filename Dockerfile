@@ -30,6 +30,9 @@ ENV FAILCLASS_HOST=0.0.0.0 \
     FAILCLASS_LABELS_DIR=/var/lib/failclass/labels
 EXPOSE 8080
 VOLUME ["/var/lib/failclass"]
+# /readyz, not /healthz: a store that answers reads but cannot record (read-only, disk
+# full) makes the container unhealthy. An orchestrator with two probes: /healthz for
+# liveness, /readyz for readiness.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ['FAILCLASS_PORT'], timeout=2)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/readyz' % os.environ['FAILCLASS_PORT'], timeout=2)"]
 ENTRYPOINT ["failclass-entrypoint"]

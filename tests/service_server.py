@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,10 +23,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_service(database_url: str, workdir: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start `failclass serve` on a free port; yield its base URL; stop it."""
-    port = free_port()
-    command = [sys.executable, "-m", "failclass.cli", "serve", "--port", str(port), "--database-url", database_url, *args]
+def running_service(
+    database_url: str,
+    workdir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    launcher: Sequence[str] = (),
+    port: int | None = None,
+) -> Iterator[str]:
+    """Start `failclass serve` on ``port`` (a free one by default), through ``launcher`` (a
+    command that ends by running its arguments); yield its base URL; stop it."""
+    port = port or free_port()
+    serve = [sys.executable, "-m", "failclass.cli", "serve", "--port", str(port), "--database-url", database_url, *args]
+    command = [*launcher, *serve]
     log = (workdir / f"server-{port}.log").open("wb")
     process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
@@ -51,3 +60,9 @@ def running_service(database_url: str, workdir: Path, *args: str, env: dict[str,
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+def serve_and_stop(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`failclass serve` expected to refuse to start (a minute at most, should it serve instead)."""
+    command = [sys.executable, "-m", "failclass.cli", "serve", "--port", str(free_port()), "--database-url", database_url, *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from failclass.cli.common import options
+from failclass.cli.common import ConfigProblem, configured, options, warn
 from failclass.cli.extras import needs
 
 
@@ -36,7 +36,8 @@ def serve(
     tokens_file: Path | None,
     policy_file: Path | None,
 ) -> None:
-    """Run the HTTP service (OpenAPI docs at /docs)."""
+    """Run the HTTP service (OpenAPI docs at /docs). Exit status 2: invalid settings or
+    tokens file; 3: the store cannot be opened."""
     import uvicorn
 
     chosen = options(ctx)
@@ -54,11 +55,52 @@ def serve(
     }
     os.environ.update({k: v for k, v in settings.items() if v is not None})
     if tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"warning: no --tokens-file: anyone who reaches {host}:{port} can read and write", err=True)
+        warn(f"no --tokens-file: anyone who reaches {host}:{port} can read and write")
+    check_before_serving()
     from failclass.service.metrics import shared_between_workers
 
     with shared_between_workers():  # every worker's metrics in one folder: a scrape counts them all
-        uvicorn.run("failclass.service.app:app_from_environment", factory=True, host=host, port=port, workers=workers)
+        uvicorn.run(
+            "failclass.service.app:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            http="failclass.service.protocol:JsonErrorsProtocol",
+        )
+
+
+def check_before_serving() -> None:
+    """What each worker would otherwise find out alone, said once in one line: invalid
+    settings or tokens file (exit 2), a store that cannot be opened (StoreUnavailable,
+    exit 3); a store that cannot be written is a warning (classify still works, what
+    records and /readyz answer 503)."""
+    from pydantic import ValidationError
+
+    from failclass.service.auth import load_tokens, too_open
+    from failclass.service.settings import Settings
+    from failclass.store.database import UNAVAILABLE, cause, masked
+    from failclass.store.repository import Store
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigProblem(f"FAILCLASS_{'_'.join(map(str, problem['loc'])).upper()}: {problem['msg']}") from None
+    tokens_file = settings.tokens_file
+    if tokens_file is not None:
+        configured(lambda: load_tokens(tokens_file))
+        loose = too_open(tokens_file)
+        if loose:
+            warn(loose)
+    store = Store.open(settings.database_url)
+    try:
+        store.check_writable()
+    except UNAVAILABLE as exc:
+        warn(
+            f"store {masked(settings.database_url)} cannot record: {cause(exc)}; serving, but what records answers 503 (so does /readyz)"
+        )
+    store.engine.dispose()
 
 
 @click.group()
@@ -96,7 +138,7 @@ def token_create(name: str, scopes: str, path: Path) -> None:
     from failclass.service.auth import create_token
 
     try:
-        secret = create_token(path, name, [s.strip() for s in scopes.split(",") if s.strip()])
+        secret = configured(lambda: create_token(path, name, [s.strip() for s in scopes.split(",") if s.strip()]))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(secret)

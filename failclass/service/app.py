@@ -4,10 +4,14 @@ from the environment."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing
+import os
+import signal
+import sys
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import PlainTextResponse
+from fastapi import FastAPI
 
 from failclass import __version__
 from failclass.classifier import Classifier
@@ -16,12 +20,12 @@ from failclass.service import docs, errors, openapi
 from failclass.service.auth import load_tokens
 from failclass.service.limits import RequestSizeLimit
 from failclass.service.metrics import Metrics, RequestTimer, worker_lifespan
-from failclass.service.responses import HealthOut
-from failclass.service.routers import attempts, classify, history, labels, report, state, waste
+from failclass.service.routers import attempts, classify, history, labels, operations, report, state, waste
 from failclass.service.settings import Settings
 from failclass.store.repository import Store
 
 log = logging.getLogger("failclass.service")
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None, classifier: Classifier | None = None) -> FastAPI:
@@ -52,31 +56,26 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
     app.add_middleware(RequestTimer, metrics=metrics)
     for router in (classify.router, attempts.router, history.router, state.router, report.router, labels.router, waste.router):
         app.include_router(router, responses=errors.documented(*errors.READING))
-
-    @app.get("/healthz", tags=["operations"], responses=errors.documented(500))
-    def healthz(request: Request) -> HealthOut:
-        """Liveness and readiness: the database answers, the rules are loaded."""
-        request.app.state.store.ping()
-        loaded: Classifier = request.app.state.classifier
-        return HealthOut(
-            status="ok",
-            version=__version__,
-            rules=len(loaded.ruleset.rules),
-            model=loaded.model is not None,
-            auth=request.app.state.tokens is not None,
-            database=store.engine.dialect.name,
-        )
-
-    internal_error = {"description": errors.WHEN[500], "content": {"application/json": {"schema": errors.ERROR_REF}}}
-
-    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse, responses={500: internal_error})
-    def prometheus(request: Request) -> Response:
-        """Prometheus text exposition."""
-        return request.app.state.metrics.exposition()  # type: ignore[no-any-return]
+    app.include_router(operations.router)
 
     return app
 
 
 def app_from_environment() -> FastAPI:
     """For `uvicorn --factory failclass.service.app:app_from_environment` (several workers)."""
+    end_with_supervisor()
     return create_app(Settings())
+
+
+def end_with_supervisor() -> None:
+    """In a worker of `serve --workers N` (a child of uvicorn's supervisor): ask the kernel
+    for SIGTERM when the supervisor dies, even by SIGKILL, so that no orphan keeps serving
+    its port (Linux). With one worker the app runs in the `serve` process: nothing to do."""
+    supervisor = multiprocessing.parent_process()
+    if supervisor is None or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != supervisor.pid:  # it died before the request was made
+        signal.raise_signal(signal.SIGTERM)

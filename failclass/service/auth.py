@@ -1,6 +1,7 @@
 """API tokens with scopes. Tokens are random strings shown once at creation; the tokens
 file keeps only their SHA-256 (high-entropy secrets need no slow hash). With no tokens
-file the service is open (the embedded default, on localhost)."""
+file the service is open (the embedded default, on localhost); a tokens file without a
+token is refused (every call would answer 401)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import hmac
 import json
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from failclass.errors import ConfigError
+from failclass.inbound import read_json
 
 SCOPES = ("read", "write")
 BEARER = HTTPBearer(
@@ -24,43 +28,75 @@ BEARER = HTTPBearer(
 )
 
 
-@dataclass(frozen=True)
-class Token:
-    name: str
-    sha256: str
-    scopes: frozenset[str]
+class Token(BaseModel):
+    """One entry of the tokens file, as `failclass token create` writes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    scopes: frozenset[Literal["read", "write"]] = Field(min_length=1)
+
+
+TOKENS = TypeAdapter(list[Token])
 
 
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def read_tokens(path: Path) -> list[Token]:
+    """The tokens file's entries; ConfigError (``file: problem``, one line) when it cannot
+    be read or is not a JSON list of tokens."""
+    try:
+        data = read_json(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the tokens file: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not JSON: {exc}") from None
+    try:
+        return TOKENS.validate_python(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem["loc"]).lstrip(".")
+        raise ConfigError(
+            f"{path}: {where + ': ' if where else ''}{problem['msg']} "
+            "(expected a list of {name, sha256, scopes}, as `failclass token create` writes)"
+        ) from None
+
+
 def load_tokens(path: Path | None) -> list[Token] | None:
-    """The configured tokens, or None when authentication is off."""
+    """The configured tokens, or None when authentication is off. A file without a token
+    is refused: every call would answer 401."""
     if path is None:
         return None
-    try:
-        entries = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read the tokens file: {exc}") from None
-    tokens = []
-    for entry in entries:
-        scopes = frozenset(entry.get("scopes", []))
-        if not scopes <= set(SCOPES) or len(entry.get("sha256", "")) != 64:
-            raise ValueError(f"{path}: token {entry.get('name')!r}: needs a sha256 and scopes among {SCOPES}")
-        tokens.append(Token(entry["name"], entry["sha256"], scopes))
+    tokens = read_tokens(path)
+    if not tokens:
+        raise ConfigError(
+            f"{path}: no token in the tokens file, so every call would be refused; add one with `failclass token create`"
+        )
     return tokens
+
+
+def too_open(path: Path) -> str | None:
+    """What is wrong with the tokens file's permissions, if anything (as ssh says of keys):
+    other users may read it, or others than its owner change it."""
+    mode = path.stat().st_mode & 0o777
+    if not mode & 0o027:
+        return None
+    who = "other users can read it" if not mode & 0o022 else "others than its owner can change it"
+    return f"{path}: permissions {mode:04o} are too open ({who}); chmod 600 {path}"
 
 
 def create_token(path: Path, name: str, scopes: list[str]) -> str:
     """Add a token to the tokens file (created if absent); returns the secret, shown once."""
     if not scopes or set(scopes) - set(SCOPES):
         raise ValueError(f"scopes must be among {SCOPES}")
-    entries = json.loads(path.read_text()) if path.exists() else []
-    if any(e["name"] == name for e in entries):
+    tokens = read_tokens(path) if path.exists() else []
+    if any(t.name == name for t in tokens):
         raise ValueError(f"a token named {name!r} exists already")
     secret = "fc_" + secrets.token_urlsafe(32)
-    entries.append({"name": name, "sha256": digest(secret), "scopes": sorted(scopes)})
+    tokens.append(Token.model_validate({"name": name, "sha256": digest(secret), "scopes": scopes}))
+    entries = [{"name": t.name, "sha256": t.sha256, "scopes": sorted(t.scopes)} for t in tokens]
     path.write_text(json.dumps(entries, indent=1) + "\n")
     path.chmod(0o600)
     return secret

@@ -1,5 +1,6 @@
 """One JSON error shape for every 4xx and 5xx: {"error": {"status", "code", "message"}}
-(plus "details" for invalid requests). No stack trace leaves the server."""
+(plus "details" for invalid requests), from the app and from the HTTP server before it
+(failclass.service.protocol). No stack trace leaves the server."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+
+from failclass.store.database import UNAVAILABLE, cause
 
 log = logging.getLogger("failclass.service")
 CODES = {
@@ -28,7 +31,8 @@ CODES = {
 }
 
 WHEN = {
-    400: "the body cannot be parsed (not UTF-8, not JSON)",
+    400: "the request cannot be read: not HTTP (a malformed header or Content-Length), or a JSON body nested too deep"
+    " or holding a number of over 4300 digits",
     401: "no API token, or an unknown one",
     403: "the token lacks the scope this operation needs",
     404: "no such resource",
@@ -37,11 +41,13 @@ WHEN = {
     415: "a content type this operation does not accept",
     422: "the request is not valid: `details` says where and why",
     500: "an internal error (the server log has the details)",
+    503: "the store cannot be reached or written now (database down, read-only, disk full); /readyz says when it can",
 }
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
-READING = (401, 403, 422, 500)  # every authenticated operation
-SENDING = (400, 401, 403, 413, 422, 500)  # every operation with a request body
+EVERY = (400, 413, 500)  # any request: unreadable, a body over the limit, an internal error
+READING = (401, 403, 422)  # every authenticated operation
+STORED = (503,)  # every operation that reads or writes the store
 
 
 class Problem(BaseModel):
@@ -67,6 +73,11 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorOut, "description": WHEN[status]} for status in statuses}
 
 
+def described(status: int) -> dict[str, Any]:
+    """One error status as the OpenAPI document lists it."""
+    return {"description": WHEN[status], "content": {"application/json": {"schema": ERROR_REF}}}
+
+
 def error_body(status: int, message: str, details: list[dict[str, str]] | None = None) -> dict[str, Any]:
     problems = None if details is None else [Problem.model_validate(d) for d in details]
     body = ErrorBody(status=status, code=CODES.get(status, "error"), message=message, details=problems)
@@ -88,6 +99,13 @@ def install(app: FastAPI) -> None:
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         details = [{"where": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()]
         return error_response(422, "the request is not valid", details)
+
+    async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        log.error("the store is unavailable (%s %s): %s", request.method, request.url.path, cause(exc))
+        return error_response(503, f"the store is unavailable now: {cause(exc)}")
+
+    for kind in UNAVAILABLE:
+        app.add_exception_handler(kind, store_unavailable)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -8,19 +8,37 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from failclass.limits import LIMITS
 
 NO_NUL = r"^[^\x00]*$"
 DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d")
+# A time as the report's filters take it (failclass.analytics.selection.parse_time): a span
+# before now (90m, 12h, 7d, 2w) or an ISO 8601 date or time (UTC when no zone is given).
+_MOMENT = (
+    r"(?:\d{1,5}[mhdw]|[1-9]\d{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?)?)"
+)
 
 
 def _integer(value: Any) -> Any:
     if isinstance(value, bool):
         raise PydanticCustomError("int_type", "expected an integer, not a boolean")
     return value
+
+
+def matching(pattern: str, problem: str) -> Any:
+    """A string the schema gives ``pattern`` to, refused (422) with ``problem`` otherwise."""
+    compiled = re.compile(pattern, re.ASCII)  # as JSON Schema reads \d
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise PydanticCustomError("string_pattern_mismatch", problem)
+        return value
+
+    return Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "pattern": f"^(?:{pattern})$"})]
 
 
 def _date_time(value: Any) -> Any:
@@ -38,3 +56,5 @@ Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]
 Node = Annotated[str, Field(min_length=1, max_length=300, pattern=NO_NUL)]
 PathText = Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)]
 Timestamp = Annotated[datetime, BeforeValidator(_date_time)]
+Moment = matching(_MOMENT, "neither an ISO 8601 time nor a span such as 7d, 12h or 90m")
+Period = matching(f"previous|{_MOMENT}/{_MOMENT}", "neither 'previous' nor START/END (each an ISO 8601 time or a span)")

@@ -43,7 +43,7 @@ from failclass import __version__
 from failclass.attempts import Attempt
 from failclass.classifier import Classification
 from failclass.policy.config import NodePolicy
-from failclass.store.database import Database
+from failclass.store.database import Database, cause
 from failclass.store.models import BlacklistRow, HoldRow, NodeFailureRow
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -191,7 +191,7 @@ class WorkerProcesses(Collector):
 class StoreState(Collector):
     """Active holds (by reason), active blacklist entries and suspect nodes, counted in
     the store at each scrape (three aggregate queries); failclass_store_up says whether
-    the store answered."""
+    the store answered, failclass_store_writable whether it took a write (as /readyz)."""
 
     def __init__(self, store: Database, nodes: NodePolicy) -> None:
         self.store = store
@@ -208,6 +208,7 @@ class StoreState(Collector):
             return
         up.add_metric([], 1)
         yield up
+        yield GaugeMetricFamily("failclass_store_writable", "1 when the store took a write (rolled back)", value=self.writable())
         held = GaugeMetricFamily("failclass_holds_active", "Users on hold, by reason", labels=["reason"])
         for reason, count in sorted(holds.items()):
             held.add_metric([reason], count)
@@ -218,6 +219,14 @@ class StoreState(Collector):
             f"Nodes with hardware failures of at least {self.nodes.min_jobs} jobs in the last {self.nodes.window_hours} h",
             value=suspects,
         )
+
+    def writable(self) -> int:
+        try:
+            self.store.check_writable()
+        except SQLAlchemyError as exc:
+            log.warning("metrics: the store refused a write: %s", cause(exc))
+            return 0
+        return 1
 
 
 def state_counts(store: Database, nodes: NodePolicy, now: datetime | None = None) -> tuple[dict[str, int], int, int]:

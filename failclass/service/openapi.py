@@ -1,6 +1,7 @@
-"""The OpenAPI document as the service runs: the bearer scheme only where a tokens file
-is set, the `limit` of listings bounded by the configured largest page, and reason ids
-(labels, report filters) among the loaded taxonomy's."""
+"""The OpenAPI document as the service runs: the error statuses any request may get
+(EVERY) on every operation, the bearer scheme only where a tokens file is set, the `limit`
+of listings bounded by the configured largest page, and reason ids (labels, report
+filters) among the loaded taxonomy's."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from failclass.service.errors import EVERY, described
 from failclass.service.settings import Settings
 
 METHODS = ("get", "put", "post", "delete", "patch")
@@ -34,10 +36,12 @@ def install(app: FastAPI, settings: Settings, auth: bool, reasons: list[str]) ->
 
 
 def _adjust(operation: dict[str, Any], settings: Settings, auth: bool, reasons: list[str]) -> None:
+    for status in EVERY:
+        operation["responses"].setdefault(str(status), described(status))
     if not auth:
         operation.pop("security", None)
-        for status in ("401", "403"):
-            operation["responses"].pop(status, None)
+        for refused in ("401", "403"):
+            operation["responses"].pop(refused, None)
     for parameter in operation.get("parameters", []):
         if parameter["name"] == "limit" and parameter["in"] == "query":
             parameter["schema"]["maximum"] = settings.max_page

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from failclass.analytics.comparison import Comparison
 from failclass.analytics.repetition import ReasonRepetition
@@ -54,7 +54,7 @@ class NodesOut(BaseModel):
 class LabelOut(BaseModel):
     id: int
     reason: str
-    stored_as: str
+    stored_as: str = Field(description="the kept copy, relative to the service's labels folder: <reason>/<sha256 prefix>.log")
 
 
 class HealthOut(BaseModel):

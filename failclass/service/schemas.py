@@ -31,7 +31,9 @@ class AttemptIn(BaseModel):
     signal: Int32 | None = None
     inputs: list[PathText] = Field(default_factory=list, max_length=1024)
     logs: list[PathText] = Field(default_factory=list, max_length=1024, description="where the logs are, recorded as facts")
-    log: str = Field(default="", description="the attempt's stdout/stderr text, classified")
+    log: str = Field(
+        default="", description="the attempt's stdout/stderr text, classified (what UTF-8 cannot hold kept as U+FFFD)"
+    )
     idempotency_key: Name | None = Field(default=None, description="or the Idempotency-Key header")
 
     def to_attempt(self) -> Attempt:

@@ -124,9 +124,24 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "failclass.store.database": ("tests/store/test_store.py", "Store.open"),
     "failclass.store.models": ("tests/store/test_store.py", "idempotency"),
     "failclass.store.views": ("tests/service/test_service.py", "/v1/jobs"),
+    "failclass.service.routers.operations": ("tests/service/test_service.py", "/readyz"),
     **{
         f"failclass.service.{name}": ("tests/service/test_api_contract.py", "schemathesis")
-        for name in ("app", "auth", "deps", "docs", "errors", "fields", "limits", "openapi", "responses", "schemas", "settings")
+        for name in (
+            "app",
+            "auth",
+            "bodies",
+            "deps",
+            "docs",
+            "errors",
+            "fields",
+            "limits",
+            "openapi",
+            "protocol",
+            "responses",
+            "schemas",
+            "settings",
+        )
     },
     **{
         f"failclass.service.routers.{name}": ("tests/service/test_service.py", f"/v1/{path}")

@@ -39,7 +39,13 @@ def test_the_alerts_fire_when_they_should_and_not_before() -> None:
     assert tested.returncode == 0, tested.stdout + tested.stderr
     unit = yaml.safe_load((Path(__file__).parent / "alerts_test.yml").read_text())
     covered = {case["alertname"] for test in unit["tests"] for case in test["alert_rule_test"]}
-    assert {"FailclassErrors", "FailclassSlowDecisions", "FailclassSuspectNodes", "FailclassFailureSurge"} <= covered
+    assert {
+        "FailclassErrors",
+        "FailclassSlowDecisions",
+        "FailclassSuspectNodes",
+        "FailclassFailureSurge",
+        "FailclassStoreReadOnly",
+    } <= covered
 
 
 @needs_promtool

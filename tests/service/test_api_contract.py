@@ -6,7 +6,9 @@ their caller and their request."""
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -22,7 +24,9 @@ from service_server import running_service
 NCCL = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
 CPU_OOM = (ROOT / "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log").read_text()
 SCHEMATHESIS = Path(sys.executable).parent / "st"
-ERROR_STATUSES = {"401", "403", "404", "409", "413", "415", "422"}
+ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "415", "422", "500", "503"}
+EVERY = {"400", "413", "500"}  # any request may be unreadable, too large, or meet an internal error
+STORELESS = {"/v1/classify", "/v1/waste/report", "/v1/waste/watch", "/metrics"}  # every other operation reads the store: 503
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +112,8 @@ def test_openapi_describes_auth_errors_and_bodies(service: dict[str, Any]) -> No
                 if status >= "400":
                     statuses.add(status)
                     assert answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorOut"}
+            assert EVERY <= set(operation["responses"]), (method, path)
+            assert ("503" in operation["responses"]) == (path not in STORELESS), (method, path)
             if path.startswith("/v1/"):
                 assert operation["security"] == [{"bearer": []}], (method, path)
                 assert {"401", "403", "422"} <= set(operation["responses"]), (method, path)
@@ -124,6 +130,15 @@ def test_openapi_describes_auth_errors_and_bodies(service: dict[str, Any]) -> No
     assert "retry" in decision["properties"]["action"]["enum"]
     label_reasons = spec["components"]["schemas"]["LabelIn"]["properties"]["reason"]["enum"]
     assert "gpu_oom" in label_reasons
+    report = {p["name"]: p["schema"].get("anyOf", [{}])[0] for p in spec["paths"]["/v1/report"]["get"]["parameters"]}
+    for option, valid, invalid in (
+        ("since", "2026-11-09T08:00:00Z", "i"),
+        ("until", "7d", "7x"),
+        ("compare_to", "previous", "0"),
+    ):
+        pattern = re.compile(report[option]["pattern"], re.ASCII)  # what the service accepts, exactly
+        assert pattern.match(valid) and not pattern.match(invalid), option
+        assert not pattern.match(f"{valid}/{valid}" if option != "compare_to" else f"{valid}x")
 
 
 def test_docs_and_redoc_load_only_their_own_assets(service: dict[str, Any]) -> None:
@@ -153,6 +168,9 @@ def test_values_the_database_cannot_hold_are_refused_at_the_door(service: dict[s
         refused(http.post("/v1/attempts", json={**fact, "job_id": "edge\u0000-1"}), 422, "body.job_id")
         refused(http.post("/v1/attempts", json={**fact, "inputs": ["/data/\u0000x"]}), 422, "body.inputs.0")
         refused(http.post("/v1/attempts", json={**fact, "start_time": 1700000000}), 422, "body.start_time")
+        backwards = {"start_time": "2026-11-02T10:00:00Z", "end_time": "2026-11-02T09:59:59Z"}  # the attempt model's check
+        refused(http.post("/v1/attempts", json={**fact, **backwards}), 422, "body.end_time")
+        refused(http.post("/v1/admissions", json={**fact, **backwards}), 422, "body.end_time")
         refused(http.post("/v1/admissions", json={**fact, "user": "\u0000"}), 422, "body.user")
         refused(http.delete(f"/v1/holds/{10**20}"), 422, "path.hold_id")
         refused(http.delete(f"/v1/blacklist/{2**31}"), 422, "path.entry_id")
@@ -184,3 +202,38 @@ def test_idempotency_keys_belong_to_the_caller_and_the_request(service: dict[str
         theirs = scheduler.post("/v1/attempts", json={**first, "job_id": "idem-2"}, headers=key)
         assert theirs.status_code == 201 and theirs.json()["duplicate"] is False  # another caller's key space
         assert [a["attempt"] for a in ops.get("/v1/jobs/idem-2").json()["attempts"]] == [1]
+
+
+def raw_http(service: dict[str, Any], request: bytes) -> tuple[str, dict[str, str], bytes]:
+    """Send bytes as they are (no client would send them) and read the answer."""
+    host, port = service["base"].removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    return status, {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}, body
+
+
+def test_every_error_has_the_one_shape_even_before_the_app(service: dict[str, Any], tokens: dict[str, Any]) -> None:
+    """Bodies Python's JSON reader gives up on and requests the HTTP server cannot parse
+    get the error shape, with the 400 the OpenAPI document lists on every operation."""
+    deep = b"[" * 1000 + b"]" * 1000
+    digits = b'{"job_id": "d", "attempt": 1, "user": "u", "gpus": ' + b"1" * 5000 + b"}"
+    json_type = {"Content-Type": "application/json"}
+    with client(service, tokens["ops"]) as http:
+        for path in ("/v1/attempts", "/v1/classify", "/v1/labels", "/v1/waste/report"):
+            assert "nests too deeply" in refused(http.post(path, content=deep, headers=json_type), 400)["message"], path
+        assert "4300 digits" in refused(http.post("/v1/attempts", content=digits, headers=json_type), 400)["message"]
+        refused(http.delete("/v1/classify"), 405)
+        refused(http.get("/v1/nowhere"), 404)
+    for length in (b"abc", b"1x", b"-1"):
+        status, headers, body = raw_http(
+            service, b"POST /v1/classify HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\nab"
+        )
+        assert status == "HTTP/1.1 400 Bad Request", (length, status, body)
+        assert headers["content-type"] == "application/json" and int(headers["content-length"]) == len(body)
+        error = json.loads(body)["error"]
+        assert error["status"] == 400 and error["code"] == "bad_request" and "cannot be read as HTTP" in error["message"]

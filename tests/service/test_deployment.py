@@ -6,7 +6,9 @@ migrates, then serves with two workers. Docker itself is not needed."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +43,62 @@ def test_two_workers_on_a_fresh_postgresql_schema_both_start(tmp_path: Path) -> 
                 assert httpx.get(f"{base}/healthz", timeout=5).json()["database"] == "postgresql"
 
 
+def children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``."""
+    found = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            if f"\nPPid:\t{pid}\n" in status.read_text():
+                found.add(int(status.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, ended but not yet reaped, is not)."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def serving(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return False
+    return True
+
+
+def test_workers_end_with_their_supervisor_even_killed_by_sigkill(tmp_path: Path) -> None:
+    """`kill -9` of `serve --workers 2` leaves no worker holding the port: each asked the
+    kernel for SIGTERM when its parent dies; the service starts again on the same port."""
+    port = free_port()
+    command = [sys.executable, "-m", "failclass.cli", "serve", "--workers", "2", "--port", str(port)]
+    command += ["--database-url", f"sqlite:///{tmp_path / 'failclass.db'}"]
+    log = tmp_path / "first.log"
+    with log.open("wb") as out:
+        supervisor = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_for_workers(log, 2).count(STARTED) == 2, log.read_text()[-4000:]
+            workers = children(supervisor.pid)
+            assert len(workers) >= 2 and serving(port)
+        finally:
+            supervisor.kill()
+            supervisor.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    try:
+        while any(alive(p) for p in workers) or serving(port):
+            assert time.monotonic() < deadline, f"still serving on {port} after the supervisor died: {log.read_text()[-3000:]}"
+            time.sleep(0.2)
+    finally:
+        for orphan in filter(alive, workers):
+            os.kill(orphan, signal.SIGKILL)
+    with running_service(f"sqlite:///{tmp_path / 'failclass.db'}", tmp_path, "--workers", "2", port=port) as base:
+        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200  # no "Address already in use"
+
+
 def compose_environment() -> dict[str, str]:
     service = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["failclass"]
     return {name: str(value) for name, value in service["environment"].items()}
@@ -63,6 +121,7 @@ def test_the_entrypoint_migrates_then_serves_as_compose_runs_it(tmp_path: Path) 
             "FAILCLASS_TOKENS_FILE": str(tokens),  # compose mounts it as a secret
             "FAILCLASS_LABELS_DIR": str(tmp_path / "labels"),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT),  # the `failclass` on PATH runs this checkout, installed or not
         }
         log = tmp_path / "entrypoint.log"
         with log.open("wb") as out:
@@ -75,6 +134,9 @@ def test_the_entrypoint_migrates_then_serves_as_compose_runs_it(tmp_path: Path) 
                 assert "schema at revision 0002" in text  # migrated before serving
                 health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
                 assert health["status"] == "ok" and health["auth"] is True and health["database"] == "postgresql"
+                probe = re.search(r"HEALTHCHECK .*?127\.0\.0\.1:%s(/\w+)", (ROOT / "Dockerfile").read_text(), re.DOTALL)
+                assert probe and probe.group(1) == "/readyz"  # can it record, not only read
+                assert httpx.get(f"http://127.0.0.1:{port}{probe.group(1)}", timeout=5).status_code == 200
                 assert httpx.get(f"http://127.0.0.1:{port}/v1/holds", timeout=5).status_code == 401
             finally:
                 os.killpg(process.pid, signal.SIGTERM)

@@ -82,6 +82,7 @@ def test_markdown_and_html_answers(service: dict[str, str]) -> None:
     ("params", "problem"),
     [
         ({"since": "yesterday-ish"}, "neither an ISO 8601 time nor a span"),
+        ({"compare_to": "last week"}, "neither 'previous' nor START/END"),
         ({"since": "2026-11-16", "until": "2026-11-09"}, "must come before until"),
         ({"compare_to": "previous"}, "needs --since"),
         ({"reason": "gpu_on_fire"}, "unknown to the taxonomy"),
@@ -93,7 +94,8 @@ def test_bad_filters_are_refused(service: dict[str, str], params: dict[str, Any]
     response = get(service, **params)
     assert response.status_code == 422, response.text
     error = response.json()["error"]
-    assert error["code"] == "invalid_request" and problem in error["message"]
+    said = " ".join([error["message"], *(d["problem"] for d in error.get("details", []))])
+    assert error["code"] == "invalid_request" and problem in said
     assert get(service, format="pdf").status_code == 422
 
 

@@ -60,6 +60,7 @@ def test_health_and_docs_need_no_token(service: dict[str, Any]) -> None:
         health = http.get("/healthz").json()
         assert health["status"] == "ok" and health["rules"] >= 230 and health["auth"] is True
         assert health["database"] == service["database"]
+        assert http.get("/readyz").json() == health  # the store takes writes: ready
         spec = http.get("/openapi.json").json()
         assert {
             "/v1/classify",
@@ -182,8 +183,10 @@ def test_labels_are_kept_for_training(service: dict[str, Any], tokens: dict[str,
     with client(service, tokens["ops"]) as http:
         made = http.post("/v1/labels", json={"log": NCCL, "reason": "mpi_runtime_failure", "note": "seen by ops"})
         assert made.status_code == 201, made.text
-        stored = Path(made.json()["stored_as"])
-        assert stored.parent == service["workdir"] / "labels" / "mpi_runtime_failure" and stored.read_text() == NCCL
+        named = made.json()["stored_as"]  # relative to the labels folder: the server's paths stay its own
+        assert named.startswith("mpi_runtime_failure/") and not Path(named).is_absolute() and ".." not in named
+        stored = service["workdir"] / "labels" / named
+        assert stored.read_text() == NCCL
         assert json.loads(stored.with_suffix(".json").read_text())["by"] == "ops"
         assert_error(http.post("/v1/labels", json={"log": NCCL, "reason": "gpu_on_fire"}), 422, "invalid_request")
         assert_error(http.post("/v1/labels", json={"log": NCCL, "reason": "cpu_oom", "attempt_id": 99999}), 404, "not_found")
@@ -195,3 +198,32 @@ def test_metrics_count_what_happened(service: dict[str, Any], tokens: dict[str, 
         text = http.get("/metrics").text
         assert 'failclass_classifications_total{reason="gpu_oom",source="signature"}' in text
         assert "failclass_request_seconds_bucket" in text
+
+
+OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.35 GiB total capacity)"
+
+
+def test_text_utf8_cannot_hold_is_kept_as_replacement_characters(service: dict[str, Any], tokens: dict[str, Any]) -> None:
+    """A lone surrogate (JSON "\\ud800") or the bytes ED A0 80 in a JSON body: classified,
+    recorded and labelled with U+FFFD in their place, as the command line does
+    (tests/cli/test_text_entry.py); one connection throughout, never dropped."""
+    json_type = {"Content-Type": "application/json"}
+    with client(service, tokens["ops"]) as http:
+        for n, (unheld, kept) in enumerate(((b"\\ud800", "\ufffd"), (b"\xed\xa0\x80", "\ufffd" * 3)), 1):
+            log = unheld + b" " + OOM.encode()  # as it stands in the JSON text
+            facts = b'{"job_id": "sur-%d", "attempt": 1, "user": "u%s", "log": "%s"}' % (n, unheld, log)
+            recorded = http.post("/v1/attempts", content=facts, headers=json_type)
+            assert recorded.status_code == 201, recorded.text
+            assert recorded.json()["classification"]["evidence"][0]["text"] == f"{kept} {OOM}"
+            classified = http.post("/v1/classify", content=b'{"log": "%s"}' % log, headers=json_type)
+            assert classified.status_code == 200, classified.text
+            assert classified.json()["evidence"][0]["text"] == f"{kept} {OOM}"
+            assert http.get(f"/v1/jobs/sur-{n}").json()["attempts"][0]["user"] == f"u{kept}"
+        raw_body = http.post("/v1/classify", content=b"\xed\xa0\x80 " + OOM.encode(), headers={"Content-Type": "text/plain"})
+        assert raw_body.json()["evidence"][0]["text"] == f"\ufffd\ufffd\ufffd {OOM}"
+        label = http.post(
+            "/v1/labels", content=b'{"log": "\\ud800 ' + OOM.encode() + b'", "reason": "gpu_oom"}', headers=json_type
+        )
+        assert label.status_code == 201, label.text
+        assert (service["workdir"] / "labels" / label.json()["stored_as"]).read_text() == f"\ufffd {OOM}"
+    assert "Traceback" not in next(service["workdir"].glob("server-*.log")).read_text()

@@ -7,27 +7,30 @@ import hashlib
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Header, HTTPException, Response
+from fastapi.exceptions import RequestValidationError
 
 from failclass import usecases
-from failclass.attempts import Attempt
+from failclass.attempts import Attempt, InvalidAttempt
 from failclass.contracts import DecisionOut
 from failclass.errors import IdempotencyConflict
+from failclass.service.bodies import JsonRoute
 from failclass.service.deps import ClassifierDep, MetricsDep, PolicyDep, StoreDep, Writer
-from failclass.service.errors import SENDING, documented
+from failclass.service.errors import STORED, documented
 from failclass.service.fields import NO_NUL
 from failclass.service.responses import Admitted, AttemptOut
 from failclass.service.schemas import AttemptIn
 from failclass.store.repository import RequestIdentity
 
-router = APIRouter(prefix="/v1", tags=["attempts"], responses=documented(*SENDING))
+router = APIRouter(prefix="/v1", route_class=JsonRoute, tags=["attempts"], responses=documented(*STORED))
 KeyHeader = Annotated[str | None, Header(min_length=1, max_length=200, pattern=NO_NUL)]
 
 
 def _attempt(body: AttemptIn) -> Attempt:
+    """The attempt model's own check (the hook's too): a refusal is a 422 naming the field."""
     try:
         return body.to_attempt()
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+    except InvalidAttempt as exc:
+        raise RequestValidationError([{"loc": ("body", exc.field), "msg": exc.problem, "type": "value_error"}]) from None
 
 
 def identity(body: AttemptIn, caller: str | None, header_key: str | None) -> RequestIdentity | None:

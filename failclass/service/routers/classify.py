@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import cast
 
 from fastapi import APIRouter, HTTPException, Request
@@ -9,11 +10,12 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
 from failclass.contracts import ClassificationOut
+from failclass.service.bodies import JsonRoute
 from failclass.service.deps import ClassifierDep, MetricsDep, Reader
-from failclass.service.errors import SENDING, documented
+from failclass.service.errors import documented
 from failclass.service.schemas import ClassifyIn
 
-router = APIRouter(prefix="/v1", tags=["classify"])
+router = APIRouter(prefix="/v1", route_class=JsonRoute, tags=["classify"])
 RAW_TYPES = ("", "text/plain", "application/octet-stream")
 RAW_BODY = {"schema": {"type": "string"}}
 BODY_DOC = {
@@ -28,19 +30,20 @@ BODY_DOC = {
 }
 
 
-@router.post("/classify", openapi_extra=BODY_DOC, response_model=ClassificationOut, responses=documented(*SENDING, 415))
+@router.post("/classify", openapi_extra=BODY_DOC, response_model=ClassificationOut, responses=documented(415))
 async def classify(request: Request, classifier: ClassifierDep, metrics: MetricsDep, _: Reader) -> ClassificationOut:
     """Classify a log given as the raw body (any bytes; no content type means raw too) or
-    as JSON {"log": "..."}."""
-    body = await request.body()
+    as JSON {"log": "..."} (text UTF-8 cannot hold kept as U+FFFD)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
         try:
-            data: bytes | str = ClassifyIn.model_validate_json(body).log
+            data: bytes | str = ClassifyIn.model_validate(await request.json()).log
+        except json.JSONDecodeError as exc:
+            raise HTTPException(422, f'expected {{"log": "..."}}: not JSON: {exc}') from None
         except ValidationError as exc:
             raise HTTPException(422, f'expected {{"log": "..."}}: {exc.errors()[0]["msg"]}') from None
     elif kind in RAW_TYPES:
-        data = body
+        data = await request.body()
     else:
         raise HTTPException(415, f"send the log as text/plain, application/octet-stream or JSON, not {kind}")
     result = await run_in_threadpool(classifier.classify_bytes, data)

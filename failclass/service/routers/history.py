@@ -6,12 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
+from failclass.service.bodies import JsonRoute
 from failclass.service.deps import Reader, SettingsDep, StoreDep
-from failclass.service.errors import READING, documented
+from failclass.service.errors import STORED, documented
 from failclass.service.fields import NO_NUL, Timestamp
 from failclass.service.responses import DecisionsOut, JobOut
 
-router = APIRouter(prefix="/v1", tags=["history"], responses=documented(*READING))
+router = APIRouter(prefix="/v1", route_class=JsonRoute, tags=["history"], responses=documented(*STORED))
 Filter = Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)]
 
 

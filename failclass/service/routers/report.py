@@ -13,11 +13,13 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from failclass.analytics.analysis import StoreSource, analyse, database_label
 from failclass.analytics.selection import parse_comparison, parse_selection
 from failclass.errors import InputError
+from failclass.service.bodies import JsonRoute
 from failclass.service.deps import ClassifierDep, Reader, SettingsDep, StoreDep
-from failclass.service.errors import READING, documented
+from failclass.service.errors import STORED, documented
+from failclass.service.fields import Moment, Period
 from failclass.service.responses import ReportOut
 
-router = APIRouter(prefix="/v1", tags=["report"])
+router = APIRouter(prefix="/v1", route_class=JsonRoute, tags=["report"])
 PLOTTING = threading.Lock()  # pyplot keeps global state: one page drawn at a time
 
 Values = Annotated[list[str], Query()]
@@ -31,19 +33,19 @@ PAGES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/report", response_model=ReportOut, responses={**PAGES, **documented(*READING)})
+@router.get("/report", response_model=ReportOut, responses={**PAGES, **documented(*STORED)})
 def report(
     store: StoreDep,
     classifier: ClassifierDep,
     settings: SettingsDep,
     _: Reader,
-    since: Annotated[str | None, Query(description="ISO 8601 or a span before now: 7d, 12h, 90m")] = None,
-    until: Annotated[str | None, Query(description="First time left out; now by default")] = None,
+    since: Annotated[Moment | None, Query(description="ISO 8601 or a span before now: 7d, 12h, 90m")] = None,
+    until: Annotated[Moment | None, Query(description="First time left out (as since); now by default")] = None,
     user: Values = [],  # noqa: B006 (FastAPI copies defaults)
     vc: Annotated[list[str], Query(description="Virtual cluster: Slurm partition, Kubernetes namespace")] = [],  # noqa: B006
     reason: Values = [],  # noqa: B006
     status: Values = [],  # noqa: B006
-    compare_to: Annotated[str | None, Query(description="'previous' or START/END")] = None,
+    compare_to: Annotated[Period | None, Query(description="'previous' (needs since) or START/END, each as since")] = None,
     format: Literal["json", "markdown", "html"] = "json",
 ) -> ReportOut | Response:
     taxonomy = classifier.ruleset.taxonomy

@@ -8,11 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Response
 
 from failclass.limits import LIMITS
+from failclass.service.bodies import JsonRoute
 from failclass.service.deps import PolicyDep, Reader, StoreDep, Writer
-from failclass.service.errors import READING, documented
+from failclass.service.errors import STORED, documented
 from failclass.service.responses import BlacklistOut, HoldsOut, NodesOut
 
-router = APIRouter(prefix="/v1", tags=["state"], responses=documented(*READING))
+router = APIRouter(prefix="/v1", route_class=JsonRoute, tags=["state"], responses=documented(*STORED))
 EntryId = Annotated[int, Path(ge=1, le=LIMITS.int32_max, description="the id GET lists")]
 
 

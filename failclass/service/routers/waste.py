@@ -10,8 +10,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
 from failclass.errors import InputError
+from failclass.service.bodies import JsonRoute
 from failclass.service.deps import MetricsDep, Reader
-from failclass.service.errors import SENDING, documented
 from failclass.service.schemas import WasteIn, WatchIn
 from failclass.waste.allocation import JobAllocation, assign
 from failclass.waste.analyse import WasteOptions, analyse_batches
@@ -21,7 +21,7 @@ from failclass.waste.report import WasteReport
 from failclass.waste.samples import GpuSamples, concat
 from failclass.waste.watch import Signal, WatchPolicy, watch
 
-router = APIRouter(prefix="/v1/waste", tags=["waste"], responses=documented(*SENDING))
+router = APIRouter(prefix="/v1/waste", route_class=JsonRoute, tags=["waste"])
 
 
 class WatchOut(BaseModel):
