@@ -71,6 +71,8 @@ def rules_list(ctx: click.Context, as_json: bool, reason: str | None) -> None:
 def rules_new(ctx: click.Context, reason: str, slug: str, folder: Path | None) -> None:
     """Append a rule skeleton for REASON to its file; fill in a real example before it loads."""
     target = folder or next(iter(operator_rule_dirs(options(ctx).rules_dirs)), default_rules_dir())
+    if target is None:
+        raise click.UsageError("no home folder to keep your rules in: name one with --dir, --rules-dir or FAILCLASS_RULES_DIR")
     if CHECKOUT is None and target.resolve() == BUILTIN_DIR.resolve():
         raise click.UsageError(
             f"{target} holds the installed package's own rules: add yours to your rules folder (--rules-dir DIR, "

@@ -214,9 +214,13 @@ def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.yaml") if p.name not in reserved)
 
 
-def default_rules_dir() -> Path:
-    """The operator's own rules folder when FAILCLASS_RULES_DIR names none."""
-    return user_data_dir() / "rules"
+def default_rules_dir() -> Path | None:
+    """The operator's own rules folder when FAILCLASS_RULES_DIR names none; None for a
+    user without a home (a scheduler's service account), who names folders explicitly."""
+    try:
+        return user_data_dir() / "rules"
+    except RuntimeError:  # Path.home(): no HOME and no home in the password database
+        return None
 
 
 def operator_rule_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
@@ -224,8 +228,9 @@ def operator_rule_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
     FAILCLASS_RULES_DIR (separated by os.pathsep) or, without it, default_rules_dir()
     when it exists. `failclass rules new` writes into the first."""
     configured = [Path(d) for d in os.environ.get(RULES_DIR_ENV, "").split(os.pathsep) if d]
-    if RULES_DIR_ENV not in os.environ and default_rules_dir().is_dir():
-        configured = [default_rules_dir()]
+    default = default_rules_dir()
+    if RULES_DIR_ENV not in os.environ and default is not None and default.is_dir():
+        configured = [default]
     return [Path(d) for d in extra_dirs] + configured
 
 
