@@ -8,8 +8,9 @@ rules are read from their YAML files and compiled, Hyperscan included, then cach
 `hook decide` with the cache of the run before (a warm cache). Every decision is about a
 new job of a new user, on a store created and migrated before the first round; Python's
 bytecode is compiled by that first run too (as pip compiles an installed package's).
-It prints a Markdown table: median, min and max wall time over the rounds, and the
-largest peak RSS of a run. It measures; it asserts no timing.
+It prints a Markdown table: median, min and max wall time over the rounds, the median
+as a multiple of `import sqlalchemy`'s, and the largest peak RSS of a run. It
+measures; it asserts no timing.
 
     python benchmarks/hook_latency.py [--runs 15] [--log samples/<name>.log]
 """
@@ -42,9 +43,10 @@ class Figures:
     seconds: list[float] = field(default_factory=list)
     peak_mib: list[float] = field(default_factory=list)
 
-    def row(self) -> str:
+    def row(self, unit: float) -> str:
+        """The table's row; ``unit``: the median of `import sqlalchemy`."""
         median, low, high = statistics.median(self.seconds), min(self.seconds), max(self.seconds)
-        return f"| {self.title} | {median:.3f} | {low:.3f} | {high:.3f} | {max(self.peak_mib):.0f} |"
+        return f"| {self.title} | {median:.3f} | {low:.3f} | {high:.3f} | {median / unit:.2f} | {max(self.peak_mib):.0f} |"
 
 
 def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
@@ -114,10 +116,11 @@ def main() -> None:
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after.\n"
     )
-    print("| command | median s | min s | max s | peak RSS MiB |")
-    print("|---|---:|---:|---:|---:|")
+    print("| command | median s | min s | max s | median / `import sqlalchemy` | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    unit = statistics.median(rows["sqlalchemy"].seconds)
     for figures in rows.values():
-        print(figures.row())
+        print(figures.row(unit))
 
 
 def _answer(said: str) -> tuple[str, str]:
