@@ -321,7 +321,7 @@ def _decoded(payload: bytes) -> tuple[RuleSet, list[str]] | None:
     """What _encoded wrote, or None for anything else (then the files are loaded)."""
     try:
         data = json.loads(payload)
-        rules = tuple(_rule(*fields) for fields in data["rules"])
+        rules = tuple(_rule(encoded) for encoded in data["rules"])
         prefixes = tuple(Prefix(pid, pattern, tuple(examples)) for pid, pattern, examples in data["prefixes"])
         reasons = {
             rid: Reason(rid, name, tuple(cats), consequence, preemption, tuple((scheduler, word) for scheduler, word in words))
@@ -333,10 +333,10 @@ def _decoded(payload: bytes) -> tuple[RuleSet, list[str]] | None:
         return None
 
 
-def _rule(*fields: Any) -> Rule:
-    rule_id, reason, kind, priority, description, why, patterns, ignore_case, positives, negatives, path, exception, generic = (
-        fields
-    )
+def _rule(encoded: list[Any]) -> Rule:
+    """A rule as _encoded wrote it: its fields in order, tuples and nested dataclasses as lists."""
+    rule_id, reason, kind, priority, description, why, patterns, ignore_case, *examples, path, exception, generic = encoded
+    positives, negatives = (tuple(Example(*example) for example in listed) for listed in examples)
     return Rule(
         rule_id,
         reason,
@@ -346,8 +346,8 @@ def _rule(*fields: Any) -> Rule:
         why,
         tuple(patterns),
         ignore_case,
-        tuple(Example(*example) for example in positives),
-        tuple(Example(*example) for example in negatives),
+        positives,
+        negatives,
         path,
         ExceptionPattern(frozenset(exception[0]), *exception[1:]) if exception else None,
         generic,

@@ -1,9 +1,10 @@
-"""Schema migrations with Alembic, run from code: `failclass db upgrade`, and by every
-command that opens a store whose schema is not at HEAD (a store at HEAD is opened
-without loading Alembic: the hook runs once per job). Several processes may start at
-once (`failclass serve --workers N` on a fresh database): one migrates while the others
-wait, then find the schema at head. On PostgreSQL the wait is a transaction-scoped
-advisory lock; on SQLite, an exclusive lock on a file beside the database."""
+"""Schema migrations with Alembic, run from code: `failclass db upgrade`, and by the
+service and the hook when a store's schema is behind HEAD (a store at HEAD is opened
+without loading Alembic: the hook runs once per finished job). Several processes may
+start at once (`failclass serve --workers N` on a fresh database): one migrates while
+the others wait, then find the schema at head. On PostgreSQL the wait is a
+transaction-scoped advisory lock; on SQLite, an exclusive lock on a file beside the
+database."""
 
 from __future__ import annotations
 
