@@ -28,36 +28,39 @@ KEYS = {"types", "message", "frames", "not_frames"}
 
 @dataclass(frozen=True)
 class ExceptionPattern:
+    """The regexes as written (checked by parse_exception), compiled when first matched."""
+
     types: frozenset[str]
-    message: re.Pattern[str] | None = None
-    frames: re.Pattern[str] | None = None
-    not_frames: re.Pattern[str] | None = None
+    message: str | None = None
+    frames: str | None = None
+    not_frames: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """As written in the rule file (for `rules list --json`)."""
         regexes = {"message": self.message, "frames": self.frames, "not_frames": self.not_frames}
-        return {"types": sorted(self.types), **{k: v.pattern for k, v in regexes.items() if v is not None}}
+        return {"types": sorted(self.types), **{k: v for k, v in regexes.items() if v is not None}}
 
     def matches(self, raised: RaisedException) -> bool:
         if raised.name not in self.types and raised.type not in self.types:
             return False
-        if self.message is not None and not self.message.search(raised.message):
+        if self.message is not None and not re.search(self.message, raised.message):
             return False
         where = [str(frame) for frame in raised.frames]
-        if self.frames is not None and not any(self.frames.search(frame) for frame in where):
+        if self.frames is not None and not any(re.search(self.frames, frame) for frame in where):
             return False
-        return self.not_frames is None or not any(self.not_frames.search(frame) for frame in where)
+        return self.not_frames is None or not any(re.search(self.not_frames, frame) for frame in where)
 
 
-def _regex(raw: Any, path: str, rule_id: str, field: str) -> re.Pattern[str] | None:
+def _regex(raw: Any, path: str, rule_id: str, field: str) -> str | None:
     if raw is None:
         return None
     if not isinstance(raw, str) or not raw:
         raise RuleError(path, rule_id, field, "must be a non-empty regex")
     try:
-        return re.compile(raw)
+        re.compile(raw)
     except re.error as exc:
         raise RuleError(path, rule_id, field, f"does not compile: {exc}") from exc
+    return raw
 
 
 def parse_exception(raw: Any, path: str, rule_id: str) -> ExceptionPattern:

@@ -19,26 +19,21 @@ no more than one that prints it once.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
-import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from importlib.metadata import version
-from pathlib import Path
 
 import hyperscan
 
 from failclass.errors import RuleError
 from failclass.limits import LIMITS
 from failclass.logs.text import evidence_text
+from failclass.matching import cache
 from failclass.matching.patterns import expand
 from failclass.matching.rules import Rule, RuleSet
 
-HYPERSCAN_VERSION = version("hyperscan")
-CACHE_ENV = "FAILCLASS_CACHE_DIR"
-CACHE_KEEP = 8  # compiled rule sets kept (built-in, operator folders, recent edits)
+HYPERSCAN_VERSION: str = getattr(hyperscan, "__version__", "")  # loadb refuses a database of another Hyperscan anyway
 
 
 @dataclass(frozen=True)
@@ -87,39 +82,12 @@ def _compile(expressions: list[bytes], flags: list[int], ids: list[int] | None =
     return database
 
 
-def cache_dir() -> Path | None:
-    """Where compiled rule databases are kept: FAILCLASS_CACHE_DIR, else the XDG cache;
-    None for a user without a home (then every start compiles)."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
-    try:
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failclass"
-    except RuntimeError:  # Path.home(): no HOME and no passwd entry
-        return None
-
-
-def _pack(main: bytes, confirm: bytes) -> bytes:
-    payload = struct.pack("<Q", len(main)) + main + confirm
-    return hashlib.sha256(payload).digest() + payload
-
-
-def _unpack(data: bytes) -> tuple[bytes, bytes] | None:
-    digest, payload = data[:32], data[32:]
-    if len(payload) < 8 or hashlib.sha256(payload).digest() != digest:
+def _unpack(payload: bytes) -> tuple[bytes, bytes] | None:
+    """Two serialised databases (the second may be empty), if loadable on this CPU."""
+    if len(payload) < 8:
         return None
     (size,) = struct.unpack("<Q", payload[:8])
-    return payload[8 : 8 + size], payload[8 + size :]
-
-
-def _load_cached(path: Path) -> tuple[bytes, bytes] | None:
-    """Databases compiled by an earlier run, if intact and loadable on this CPU."""
-    try:
-        blobs = _unpack(path.read_bytes())
-    except OSError:
-        return None
-    if blobs is None:
-        return None
+    blobs = payload[8 : 8 + size], payload[8 + size :]
     try:
         for blob in filter(None, blobs):
             hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
@@ -128,18 +96,15 @@ def _load_cached(path: Path) -> tuple[bytes, bytes] | None:
     return blobs
 
 
-def _store(path: Path, blobs: tuple[bytes, bytes]) -> None:
-    """Best effort: a read-only home only costs the next start a compile."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
-            out.write(_pack(*blobs))
-        os.replace(out.name, path)
-        older = sorted(path.parent.glob("rules-*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for stale in older[CACHE_KEEP:]:
-            stale.unlink(missing_ok=True)
-    except OSError:
-        pass
+def compiled(name: str, build: Callable[[], tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+    """Two serialised databases: those cached under ``name`` by an earlier run, else
+    ``build()``'s, then cached (failclass.matching.cache)."""
+    payload = cache.read(name)
+    blobs = _unpack(payload) if payload is not None else None
+    if blobs is None:
+        blobs = build()
+        cache.write(name, struct.pack("<Q", len(blobs[0])) + blobs[0] + blobs[1])
+    return blobs
 
 
 def _load(blob: bytes) -> hyperscan.Database:
@@ -237,10 +202,7 @@ class Matcher:
         self.pattern_owner: list[tuple[str, int]] = []
         expressions = self._expressions(ruleset)
         self.anchored = frozenset(expressions.anchored)
-        folder = cache_dir()
-        cache = folder / f"rules-{expressions.cache_key()}.hsdb" if folder else None
-        cached = _load_cached(cache) if cache else None
-        self._blobs = cached or self._compile_and_store(expressions, cache)
+        self._blobs = compiled(f"rules-{expressions.cache_key()}.hsdb", lambda: self._build(expressions))
         self._local = threading.local()
 
     def _expressions(self, ruleset: RuleSet) -> _Expressions:
@@ -259,7 +221,7 @@ class Matcher:
                 built.main_flags.append(_flags(rule))
         return built
 
-    def _compile_and_store(self, expressions: _Expressions, cache: Path | None) -> tuple[bytes, bytes]:
+    def _build(self, expressions: _Expressions) -> tuple[bytes, bytes]:
         try:
             main = _compile(expressions.main, expressions.main_flags)
             confirm = (
@@ -267,10 +229,7 @@ class Matcher:
             )
         except hyperscan.error as exc:
             raise self._culprit(expressions, exc) from None
-        blobs = (hyperscan.dumpb(main), hyperscan.dumpb(confirm) if confirm else b"")
-        if cache is not None:
-            _store(cache, blobs)
-        return blobs
+        return hyperscan.dumpb(main), hyperscan.dumpb(confirm) if confirm else b""
 
     def _culprit(self, expressions: _Expressions, exc: Exception) -> RuleError:
         """Find which pattern Hyperscan refused, to name its file, rule and field."""

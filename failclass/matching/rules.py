@@ -6,22 +6,26 @@ rule stops the load with its file, rule id and field named (never skipped silent
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from failclass import __version__
 from failclass.errors import RuleError
+from failclass.matching import cache
 from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
 from failclass.matching.safety import lint_pattern
-from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Taxonomy, builtin_taxonomy
+from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Reason, Taxonomy, builtin_taxonomy
 from failclass.resources import user_data_dir
 from failclass.yamlload import SafeLoader
 
@@ -31,6 +35,8 @@ RULE_ID = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
 SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
 RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
 UNSAFE_RULES_ENV = "FAILCLASS_UNSAFE_RULES"  # refuse (default) or warn
+CACHE_FORMAT = 1  # of a cached rule set: raise it when _encoded changes
+LOADER = ("exceptions.py", "patterns.py", "rules.py", "safety.py", "taxonomy.py")  # their code shapes a rule set too
 
 
 @dataclass(frozen=True)
@@ -235,11 +241,29 @@ def operator_rule_dirs(extra_dirs: Iterable[Path] = ()) -> list[Path]:
 
 
 def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet:
-    """Load the built-in rules and the operator's folders; ids must be unique across all."""
+    """Load the built-in rules and the operator's folders; ids must be unique across all.
+    Files loaded before are read back from the cache (failclass.matching.cache): the rule
+    set as it was validated then, which a change to any of them invalidates."""
+    dirs = ([BUILTIN_DIR] if builtin else []) + operator_rule_dirs(extra_dirs)
+    name = _cache_name(dirs)
+    payload = cache.read(name) if name else None
+    loaded = _decoded(payload) if payload is not None else None
+    if loaded is None:
+        loaded = _parse_rules(dirs)
+        if name:
+            cache.write(name, _encoded(*loaded))
+    ruleset, unsafe = loaded
+    for finding in unsafe:  # at every load, cached or not
+        warnings.warn(finding, UnsafeRuleWarning, stacklevel=2)
+    return ruleset
+
+
+def _parse_rules(dirs: list[Path]) -> tuple[RuleSet, list[str]]:
+    """The rule set read from its files, and the unsafe rules loaded anyway (check_safety)."""
     taxonomy = builtin_taxonomy()
     prefixes = load_prefixes(BUILTIN_DIR / "prefixes.yaml")
-    dirs = ([BUILTIN_DIR] if builtin else []) + operator_rule_dirs(extra_dirs)
     rules: list[Rule] = []
+    unsafe: list[str] = []
     seen: dict[str, str] = {}
     for directory in dirs:
         for path in rule_files(directory):
@@ -248,24 +272,91 @@ def load_rules(extra_dirs: Iterable[Path] = (), builtin: bool = True) -> RuleSet
                     raise RuleError(rule.path, rule.id, "id", f"duplicate of a rule in {seen[rule.id]}")
                 seen[rule.id] = rule.path
                 if directory != BUILTIN_DIR:  # the built-in rules are linted by the test suite
-                    check_safety(rule)
+                    unsafe += check_safety(rule)
                 rules.append(rule)
-    return RuleSet(tuple(rules), prefixes, taxonomy)
+    return RuleSet(tuple(rules), prefixes, taxonomy), unsafe
 
 
-def check_safety(rule: Rule) -> None:
-    """An operator's rule with a dangerous pattern (the errors of `rules lint`) is refused,
-    or only warned about with FAILCLASS_UNSAFE_RULES=warn."""
+def check_safety(rule: Rule) -> list[str]:
+    """An operator's rule with a dangerous pattern (the errors of `rules lint`) is refused;
+    with FAILCLASS_UNSAFE_RULES=warn it is loaded, and what to warn about is returned."""
+    loaded_anyway = []
     for index, pattern in enumerate(rule.patterns):
         for finding in lint_pattern(rule, index, pattern):
             if finding.severity != "error":
                 continue
             if os.environ.get(UNSAFE_RULES_ENV, "refuse") == "warn":
-                warnings.warn(f"{finding} (loaded anyway: {UNSAFE_RULES_ENV}=warn)", UnsafeRuleWarning, stacklevel=2)
+                loaded_anyway.append(f"{finding} (loaded anyway: {UNSAFE_RULES_ENV}=warn)")
             else:
                 raise RuleError(
                     rule.path, rule.id, f"patterns[{index}]", f"{finding.message}; set {UNSAFE_RULES_ENV}=warn to load it anyway"
                 )
+    return loaded_anyway
+
+
+def _cache_name(dirs: list[Path]) -> str | None:
+    """The cache file of the rule set loaded from ``dirs``: named by the hash of every file
+    it is read from (taxonomy, prefixes, rule files; their paths too, which rules keep),
+    of the loader's own code and version, and of FAILCLASS_UNSAFE_RULES. None when a file
+    cannot be listed or read: the load then says what is wrong."""
+    digest = hashlib.sha256(f"{CACHE_FORMAT}|{__version__}|{os.environ.get(UNSAFE_RULES_ENV, 'refuse')}".encode())
+    loader = [Path(__file__).with_name(module) for module in LOADER]
+    try:
+        rule_paths = [path for directory in dirs for path in rule_files(directory)]
+        for path in [*loader, BUILTIN_DIR / "taxonomy.yaml", BUILTIN_DIR / "prefixes.yaml", *rule_paths]:
+            digest.update(f"|{path}|".encode() + hashlib.sha256(path.read_bytes()).digest())
+    except (OSError, RuleError):
+        return None
+    return f"ruleset-{digest.hexdigest()[:40]}.json"
+
+
+def _encoded(ruleset: RuleSet, unsafe: list[str]) -> bytes:
+    """A loaded rule set as JSON, for the cache (_decoded reads it back)."""
+    data = {
+        "rules": [astuple(rule) for rule in ruleset.rules],
+        "prefixes": [astuple(prefix) for prefix in ruleset.prefixes],
+        "reasons": [astuple(reason) for reason in ruleset.taxonomy.reasons.values()],
+        "categories": ruleset.taxonomy.categories,
+        "unsafe": unsafe,
+    }
+    return json.dumps(data, default=sorted).encode()  # sorted: an exception pattern's types (a frozenset)
+
+
+def _decoded(payload: bytes) -> tuple[RuleSet, list[str]] | None:
+    """What _encoded wrote, or None for anything else (then the files are loaded)."""
+    try:
+        data = json.loads(payload)
+        rules = tuple(_rule(encoded) for encoded in data["rules"])
+        prefixes = tuple(Prefix(pid, pattern, tuple(examples)) for pid, pattern, examples in data["prefixes"])
+        reasons = {
+            rid: Reason(rid, name, tuple(cats), consequence, preemption, tuple((scheduler, word) for scheduler, word in words))
+            for rid, name, cats, consequence, preemption, words in data["reasons"]
+        }
+        known = Taxonomy(reasons, dict(data["categories"]))
+        return RuleSet(rules, prefixes, known), list(data["unsafe"])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _rule(encoded: list[Any]) -> Rule:
+    """A rule as _encoded wrote it: its fields in order, tuples and nested dataclasses as lists."""
+    rule_id, reason, kind, priority, description, why, patterns, ignore_case, *examples, path, exception, generic = encoded
+    positives, negatives = (tuple(Example(*example) for example in listed) for listed in examples)
+    return Rule(
+        rule_id,
+        reason,
+        kind,
+        priority,
+        description,
+        why,
+        tuple(patterns),
+        ignore_case,
+        positives,
+        negatives,
+        path,
+        ExceptionPattern(frozenset(exception[0]), *exception[1:]) if exception else None,
+        generic,
+    )
 
 
 class UnsafeRuleWarning(UserWarning):

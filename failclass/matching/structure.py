@@ -5,9 +5,10 @@ in the root-cause ranking."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import hyperscan
 
@@ -15,7 +16,7 @@ from failclass.limits import LIMITS
 from failclass.logs.text import Tail
 from failclass.logs.tracebacks import exceptions_in
 from failclass.matching.exceptions import ExceptionPattern
-from failclass.matching.matcher import Hit
+from failclass.matching.matcher import HYPERSCAN_VERSION, Hit, compiled
 from failclass.matching.rules import RuleSet
 
 
@@ -26,14 +27,16 @@ class StructureMatcher:
         self.rules: tuple[tuple[str, ExceptionPattern], ...] = tuple(
             (rule.id, rule.exception) for rule in ruleset.rules if rule.exception is not None
         )
-        prefix = re.compile(ruleset.line_start)
-        self._strip: Callable[[str], str] = lambda text: text[prefix.match(text).end() :]  # type: ignore[union-attr]
+        self._line_start = ruleset.line_start  # compiled (re's cache) only when a tail is parsed
         names = sorted({name.rsplit(".", 1)[-1] for _, pattern in self.rules for name in pattern.types})
         # Hyperscan finds, in one pass over the tail, the lines the parser needs: traceback
         # headers, frames, and lines naming an exception some rule looks for. Any other line
         # would be skipped by the parser anyway; a tail without such a name is not parsed.
         self.names = len(names)
-        self._blob = hyperscan.dumpb(_lines_database(names)) if names else None
+        self._blob: bytes | None = None
+        if names:  # compiled once, then read from the cache (failclass.matching.cache)
+            key = hashlib.sha256("|".join([HYPERSCAN_VERSION, *names]).encode()).hexdigest()[:40]
+            self._blob = compiled(f"structure-{key}.hsdb", lambda: (hyperscan.dumpb(_lines_database(names)), b""))[0]
         self._local = threading.local()  # a database and scratch per thread: scratch cannot be shared
 
     @property
@@ -63,6 +66,10 @@ class StructureMatcher:
                     yield Hit(rule_id, raised.offset, raised.line, raised.text.strip()[: LIMITS.evidence_chars])
             if not pending:
                 return
+
+    def _strip(self, text: str) -> str:
+        """The line without its prefixes (rank tags, hosts, timestamps)."""
+        return text[re.match(self._line_start, text).end() :]  # type: ignore[union-attr]  # the prefixes may be none
 
 
 def _lines_database(names: list[str]) -> hyperscan.Database:

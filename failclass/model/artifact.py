@@ -19,7 +19,6 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +80,8 @@ def metadata_path(model_path: Path) -> Path:
 
 
 def library_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
     return {
         "failclass": __version__,
         "scikit-learn": version("scikit-learn"),

@@ -16,14 +16,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, InternalError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from failclass.resources import user_data_dir
 from failclass.store import StoreUnavailable
-from failclass.store.migrate import current, head, upgrade
+from failclass.store.migrate import HEAD, MigrationFailed, current, upgrade
 
 # What a store that cannot be reached, written or used now raises (a server down, a
 # read-only or full disk, a read-only transaction); not a fault of the query.
@@ -67,7 +66,7 @@ def reaching(url: str) -> Iterator[None]:
         yield
     except IntegrityError:
         raise
-    except (SQLAlchemyError, CommandError, OSError) as exc:
+    except (SQLAlchemyError, MigrationFailed, OSError) as exc:
         raise StoreUnavailable(f"store {masked(url)} unavailable: {cause(exc)}") from exc
 
 
@@ -115,18 +114,18 @@ class Database:
 
 
 def open_engine(url: str, migrate: bool = True) -> Engine:
-    """An engine on ``url`` whose schema is at the newest revision: migrated there
-    (``migrate``), else checked; StoreUnavailable when that cannot be done."""
+    """An engine on ``url`` whose schema is at the newest revision: found there, else
+    migrated there (``migrate``); StoreUnavailable when that cannot be done."""
     with reaching(url):
         engine = make_engine(url)
-        if migrate:
+        found = current(engine)
+        if found != HEAD and migrate:
             upgrade(engine)
             return engine
-        found, wanted = current(engine), head()
-    if found != wanted:
+    if found != HEAD:
         engine.dispose()
         raise StoreUnavailable(
-            f"store {masked(url)} unavailable: its schema is at revision {found or 'none'}, this failclass reads {wanted}: "
+            f"store {masked(url)} unavailable: its schema is at revision {found or 'none'}, this failclass reads {HEAD}: "
             "run `failclass db upgrade`"
         )
     return engine

@@ -222,6 +222,26 @@ def test_a_duplicate_says_so_and_shows_the_recorded_attempt(service: str, tmp_pa
     assert "duplicate" not in json.loads(sent[0].stdout) and json.loads(sent[1].stdout)["duplicate"] is True
 
 
+def test_decide_on_a_local_store_loads_only_what_it_needs(tmp_path: Path) -> None:
+    """The hook runs once per finished job: on a store already at the newest schema it
+    loads no Alembic, without a service no HTTP client, and for a log an explicit rule
+    explains not the model's numpy (`python -X importtime` lists every module loaded)."""
+    store = f"sqlite:///{tmp_path / 'f.db'}"
+    assert decide(store, "--job-id", "j-0", "--user", "alice", "--log", str(SYNTAX)).returncode == 13  # creates the store
+    command = [sys.executable, "-X", "importtime", "-m", "failclass.cli", "hook", "decide", "--database-url", store]
+    done = subprocess.run(
+        [*command, "--job-id", "j-1", "--user", "bob", "--log", str(SYNTAX)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 13 and done.stdout.startswith("no_retry: syntax_error"), done.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "failclass.store.repository" in loaded and "hyperscan" in loaded
+    assert not loaded & {"alembic", "httpx", "numpy"}
+
+
 def test_the_hook_on_a_service_needs_no_home(service: str, tmp_path: Path) -> None:
     """HOME not a folder (nowhere to cache the compiled rules): the hook still decides."""
     home = tmp_path / "home"

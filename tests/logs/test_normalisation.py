@@ -158,7 +158,7 @@ def test_concurrent_scans_in_threads_agree(classifier: Classifier) -> None:
 
 
 def test_compiled_database_cache_is_reused_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from failclass.matching.matcher import CACHE_KEEP
+    from failclass.matching.cache import CACHE_KEEP
 
     monkeypatch.setenv("FAILCLASS_CACHE_DIR", str(tmp_path))
     folder = tmp_path / "rules"

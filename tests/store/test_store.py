@@ -3,6 +3,8 @@ the policy's state across jobs (holds, blacklist, suspect nodes) as the database
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,8 +16,8 @@ from failclass.attempts import Attempt
 from failclass.classifier import Classifier
 from failclass.errors import IdempotencyConflict
 from failclass.policy.config import PolicyConfig, load_policy
-from failclass.store.migrate import current, upgrade
-from failclass.store.repository import RequestIdentity, Store
+from failclass.store.migrate import HEAD, alembic_config, current, upgrade
+from failclass.store.repository import RequestIdentity, Store, make_engine
 from failclass.usecases import admit_submission, report_attempt
 
 LOGS = {
@@ -70,6 +72,24 @@ def test_migrations_build_the_schema(store: Store) -> None:
     assert "request_digest" in {c["name"] for c in inspect(store.engine).get_columns("attempts")}
     upgrade(store.engine)  # a second upgrade is a no-op
     assert current(store.engine) == "0002"
+
+
+def test_head_is_alembics_newest_revision() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert ScriptDirectory.from_config(alembic_config("")).get_current_head() == HEAD
+
+
+def test_a_store_at_head_opens_without_alembic_and_an_older_one_is_migrated(database_url: str) -> None:
+    """Every hook opens the store: Alembic is loaded only when there is something to migrate."""
+    engine = make_engine(database_url)
+    upgrade(engine, "0001")
+    assert current(engine) == "0001"
+    engine.dispose()
+    assert current(Store.open(database_url).engine) == HEAD
+    opens = "import sys; from failclass.store.repository import Store; Store.open(sys.argv[1]); print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", opens, database_url], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "'alembic'" not in done.stdout and "'failclass.store.repository'" in done.stdout
 
 
 def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
