@@ -25,7 +25,9 @@ def test_split_is_by_source_and_fixed() -> None:
     sides: dict[str, set[str]] = defaultdict(set)
     for entry in MANIFEST:
         sides[entry.source.split("#", 1)[0]].add(entry.split)
-        if entry.origin != "holdout":
+        if entry.origin == "killed":  # scored only, never trained on: always the test side
+            assert entry.split == "test"
+        elif entry.origin != "holdout":
             assert entry.split == split_of(entry.source)
     assert all(len(split) == 1 for split in sides.values())
     assert split_of("scenario:syntax_error__indentation") == split_of("scenario:syntax_error__indentation#x")

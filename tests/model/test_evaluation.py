@@ -73,8 +73,13 @@ def test_leave_repository_out(classifier: Classifier, model: LoadedModel) -> Non
     assert both.false_fire_rate == 0.0
 
 
-def test_no_answer_of_the_model_on_any_passed_job(with_model: Classifier) -> None:
-    for entry in (e for e in MANIFEST if e.outcome == "passed"):
+def test_no_answer_on_any_run_that_did_not_fail(with_model: Classifier) -> None:
+    """Passed runs, and runs killed from outside at random points (a signal, a time limit,
+    a cancellation, an OOM kill the log does not name; corpora/killed): No signature, from
+    the rules and from the model."""
+    entries = [e for e in MANIFEST if e.failure_free]
+    assert sum(e.outcome == "killed" for e in entries) >= 50 and sum(e.outcome == "passed" for e in entries) >= 50
+    for entry in entries:
         result = with_model.classify_path(resolve(entry))
         assert (result.reason, result.source) == (NO_SIGNATURE, "none"), entry.path
 
