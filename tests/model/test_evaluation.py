@@ -48,7 +48,7 @@ def test_test_side(test_side: Evaluation) -> None:
     rules, both = test_side.scores["rules"], test_side.scores["rules+model"]
     assert len(rules.truth) >= 400 and rules.passed_total >= 8
     assert rules.accuracy >= 0.91 and rules.macro_f1 >= 0.93  # measured: 0.927, 0.950
-    assert both.accuracy >= rules.accuracy + 0.02  # the model adds (measured: 0.927 -> 0.964)
+    assert both.accuracy >= rules.accuracy + 0.02  # the model adds (measured: 0.927 -> 0.966)
     assert len(test_side.model_hurt) <= 3  # measured: 2 (and 18 helped)
     assert rules.false_fire_rate == both.false_fire_rate == 0.0
     assert both.unexplained_share <= 0.03  # measured: 0.005
@@ -58,8 +58,8 @@ def test_holdout_never_seen_logs(holdout: Evaluation) -> None:
     rules, both = holdout.scores["rules"], holdout.scores["rules+model"]
     assert len(rules.truth) >= 500
     assert rules.accuracy >= 0.82 and rules.macro_f1 >= 0.85  # measured: 0.843, 0.871
-    assert both.accuracy >= 0.91 and both.macro_f1 >= 0.91  # measured: 0.929, 0.927
-    assert both.unexplained_share <= 0.03  # measured: 0.006 (of the logs that name a reason)
+    assert both.accuracy >= 0.91 and both.macro_f1 >= 0.91  # measured: 0.927, 0.928
+    assert both.unexplained_share <= 0.03  # measured: 0.012 (of the logs that name a reason)
 
 
 def test_leave_repository_out(classifier: Classifier, model: LoadedModel) -> None:
@@ -69,7 +69,7 @@ def test_leave_repository_out(classifier: Classifier, model: LoadedModel) -> Non
     assert len(folds) == 5 and len(rules.truth) >= 2000
     assert rules.accuracy >= 0.85 and both.accuracy >= 0.92  # measured: 0.867, 0.939
     assert both.macro_f1 >= 0.93  # measured: 0.948
-    assert both.unexplained_share <= 0.02  # measured: 0.008
+    assert both.unexplained_share <= 0.02  # measured: 0.009
     assert both.false_fire_rate == 0.0
 
 
