@@ -19,6 +19,7 @@ the corpus (--slow-sample-mb), beside failclass on the same prefix. Page
 cache is warmed first; the fast tools run --repeat times and the best run counts.
 
     python benchmarks/engine_throughput.py [--size-mb 512] [--repeat 3]
+    python benchmarks/engine_throughput.py --corpus DIR   # any folder of logs, e.g. the independent corpus
 """
 
 from __future__ import annotations
@@ -191,11 +192,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--slow-sample-mb", type=float, default=4, help="corpus prefix for Unicode ripgrep, the slowest")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before a tool run is cut off")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="measure over this folder's *.log files instead (e.g. benchmarks/independent/generate.py's logs/, "
+        "written without reading the rules); the model-heavy corpus is then left out",
+    )
+    parser.add_argument("--readme", metavar="WHAT", help="write the table into README.md, saying WHAT corpus it was")
     args = parser.parse_args()
     if not shutil.which("rg"):
         raise SystemExit("ripgrep is needed for the comparison: apt-get install -y ripgrep")
     ruleset = load_rules()
-    files = generate(ruleset, args.size_mb, args.seed)
+    files = sorted(args.corpus.rglob("*.log")) if args.corpus else generate(ruleset, args.size_mb, args.seed)
+    if not files:
+        raise SystemExit(f"{args.corpus}: no *.log files")
     patterns = export_patterns(ruleset, RESULTS / "patterns")
     for f in files:  # warm the page cache
         f.read_bytes()
@@ -209,17 +219,21 @@ def main() -> None:
         "failclass classify (sample)": best_of(args.repeat, [sys.executable, "-m", "failclass.cli", "classify", "--json"], slow),
         "ripgrep -j1 Unicode (sample)": best_of(1, rg + [str(patterns["rg"])], slow, timeout=args.timeout),
     }
-    heavy = generate(ruleset, max(args.size_mb // 4, 8), args.seed, DATA.parent / "logs-model", model_endings(ruleset))
-    for f in heavy:
-        f.read_bytes()
-    classify = [sys.executable, "-m", "failclass.cli", "classify", "--json"]
-    rows["failclass classify (model-heavy)"] = best_of(args.repeat, classify, heavy)
-    rows["failclass --no-model (model-heavy)"] = best_of(
-        args.repeat, [sys.executable, "-m", "failclass.cli", "--no-model", "classify", "--json"], heavy
+    rows["failclass --no-model"] = best_of(
+        args.repeat, [sys.executable, "-m", "failclass.cli", "--no-model", "classify", "--json"], files
     )
-    rows["ripgrep -j1 (?-u) ASCII (model-heavy)"] = best_of(
-        args.repeat, rg + [str(patterns["rg_ascii"])], heavy, timeout=args.timeout
-    )
+    if not args.corpus:
+        heavy = generate(ruleset, max(args.size_mb // 4, 8), args.seed, DATA.parent / "logs-model", model_endings(ruleset))
+        for f in heavy:
+            f.read_bytes()
+        classify = [sys.executable, "-m", "failclass.cli", "classify", "--json"]
+        rows["failclass classify (model-heavy)"] = best_of(args.repeat, classify, heavy)
+        rows["failclass --no-model (model-heavy)"] = best_of(
+            args.repeat, [sys.executable, "-m", "failclass.cli", "--no-model", "classify", "--json"], heavy
+        )
+        rows["ripgrep -j1 (?-u) ASCII (model-heavy)"] = best_of(
+            args.repeat, rg + [str(patterns["rg_ascii"])], heavy, timeout=args.timeout
+        )
     exact = best_of(1, grep + [str(patterns["grep"])], files, c, args.timeout)
     caseless = best_of(1, ["grep", "-E", "-i", "-c", "-a", "-f", str(patterns["grep_i"])], files, c, args.timeout)
     rows["grep -E -f LC_ALL=C, 2 passes"] = {
@@ -229,10 +243,12 @@ def main() -> None:
         "files": exact["files"],
         "timed_out": exact.get("timed_out", False) or caseless.get("timed_out", False),
     }
-    report(ruleset, patterns, rows)
+    report(ruleset, patterns, rows, args.readme)
 
 
-def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict]) -> None:
+def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict], readme: str | None = None) -> None:
+    """Print the table (and, with ``readme``, write it into the README between its
+    markers, under that heading: the figures there are this run's)."""
     pattern_count = sum(len(r.patterns) for r in ruleset.rules)
     grep_count = sum(patterns[k].read_bytes().count(b"\n") for k in ("grep", "grep_i"))
     full = rows["failclass classify"]
@@ -241,16 +257,32 @@ def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict]) -
     print(
         f"{len(ruleset.rules)} rules, {pattern_count} patterns (grep runs {grep_count} of them: the rest use syntax POSIX ERE lacks)"
     )
-    print(f"{'tool':<32} {'MB':>7} {'seconds':>8} {'MB/s':>8} {'peak MB':>8} {'MB/s vs failclass':>18}")
+    table = ["| tool | MB | seconds | MB/s | peak RSS MB | rate vs failclass |", "|---|---:|---:|---:|---:|---:|"]
     for name, row in rows.items():
         rate = row["mb"] / row["seconds"]
         group = "(sample)" if "(sample)" in name else "(model-heavy)" if "(model-heavy)" in name else ""
         base = rows[f"failclass classify {group}".strip()]
         ratio = rate / (base["mb"] / base["seconds"])
-        note = "  (timed out: rate is an upper bound)" if row.get("timed_out") else ""
-        print(f"{name:<32} {row['mb']:7.1f} {row['seconds']:8.2f} {rate:8.1f} {row['peak_mb']:8.0f} {ratio:17.3f}x{note}")
+        note = " (timed out: an upper bound)" if row.get("timed_out") else ""
+        table.append(
+            f"| {name} | {row['mb']:.1f} | {row['seconds']:.2f} | {rate:.1f} | {row['peak_mb']:.0f} | {ratio:.2f}x{note} |"
+        )
+    print("\n".join(table))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "engine.json").write_text(json.dumps(rows, indent=2))
+    if readme is not None:
+        write_readme_table(readme, f"{full['files']} logs, {full['mb']:.0f} MB; {len(ruleset.rules)} rules", table)
+
+
+def write_readme_table(heading: str, what: str, table: list[str]) -> None:
+    """Replace the README's table between the engine_throughput markers."""
+    path = ROOT / "README.md"
+    text = path.read_text()
+    begin, end = "<!-- engine_throughput: begin -->", "<!-- engine_throughput: end -->"
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path}: no {begin} ... {end} markers")
+    body = "\n".join([begin, f"Written by `benchmarks/engine_throughput.py --readme` ({heading}: {what}):", "", *table, end])
+    path.write_text(text[: text.index(begin)] + body + text[text.index(end) + len(end) :])
 
 
 if __name__ == "__main__":
