@@ -44,10 +44,12 @@ NO_CAUSE = re.compile(
     r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
     r"|error for training job \S+ failed\. reason: algorithmerror: (?:executeuserscripterror:|exit code: \d+)\s*$"
     r"|received 15 death signal, shutting down workers|signalexception: process \d+ got signal: 15\s*$"
-)  # Slurm ending a job on its time limit or a cancellation that names no cause, torchrun told to
-# stop by a SIGTERM from outside, and SageMaker's client reporting that the training job
-# failed without its cause: the guide files these as No signature, so they are no failure
-# line either
+    r"|srun: (?:force terminated job \d+|terminating job step \S+)\s*$|srun: error: \S+: tasks? [\d,-]+: terminated\s*$"
+)  # Slurm ending a job on its time limit or a cancellation that names no cause (and srun
+# stopping the step's tasks then: github.com/hafs-community/HAFS/issues/101,
+# github.com/desihub/desitarget/issues/628), torchrun told to stop by a SIGTERM from
+# outside, and SageMaker's client reporting that the training job failed without its
+# cause: the guide files these as No signature, so they are no failure line either
 PROGRESS = re.compile(r"\b(?:[Ee]poch|[Ss]tep|[Ii]ter(?:ation)?|global_step|loss)\b|\d+/\d+ \[|it/s\b|s/it\b")
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
