@@ -60,9 +60,9 @@ class StoreSource:
 
 def database_label(url: str) -> str:
     """The database a report read, without its password."""
-    from sqlalchemy.engine import make_url
+    from failclass.store.database import masked
 
-    return "store " + make_url(url).render_as_string(hide_password=True)
+    return "store " + masked(url)
 
 
 @dataclass(frozen=True)

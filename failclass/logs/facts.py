@@ -16,6 +16,7 @@ from dataclasses import dataclass
 # tqdm, HuggingFace's metric dicts, Keras, Lightning, Megatron's "iteration N/").
 _EPOCH = re.compile(r"\b[Ee]poch[\s:=\[]*(\d+)|'epoch': (\d+)")
 _STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)[\s:=\[]*(\d+)|\|\s*(\d+)/\d+ \[")
+_PROGRESS = re.compile(r"\b(?:[Ee]poch|[Ss]tep|[Ii]ter(?:ation)?|global_step|loss)\b|\d+/\d+ \[|it/s\b|s/it\b")
 _PATH = re.compile(r"""(?:'|"|\s|^|=)((?:/|\./|~/|[A-Za-z]:\\)[^'"\s:,;()\[\]]+)""")
 _NOT_INPUTS = ("/usr/", "/lib", "/opt/conda/", "/proc/", "/dev/", "/sys/", "site-packages", "dist-packages", ".py")
 
@@ -52,6 +53,12 @@ def progress_of(lines: Iterable[str]) -> Progress | None:
     if epoch is None and step is None:
         return None
     return Progress(-1 if epoch is None else epoch, -1 if step is None else step)
+
+
+def reports_progress(line: str) -> bool:
+    """Whether a line reports training progress (an epoch, a step, a loss, a progress bar),
+    numbered or not."""
+    return _PROGRESS.search(line) is not None
 
 
 def paths_in(texts: Iterable[str]) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from failclass.limits import LIMITS
+from failclass.logs.facts import reports_progress
 
 FINAL_LINES = 15
 LINE_CHARS = 400
@@ -50,7 +51,6 @@ NO_CAUSE = re.compile(
 # github.com/desihub/desitarget/issues/628), torchrun told to stop by a SIGTERM from
 # outside, and SageMaker's client reporting that the training job failed without its
 # cause: the guide files these as No signature, so they are no failure line either
-PROGRESS = re.compile(r"\b(?:[Ee]poch|[Ss]tep|[Ii]ter(?:ation)?|global_step|loss)\b|\d+/\d+ \[|it/s\b|s/it\b")
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")
@@ -112,7 +112,7 @@ class TailLines:
     def training_to_the_end(self) -> bool:
         """Whether one of the log's last lines reports training progress (an epoch, a step,
         a loss, a progress bar): with no failure among them, a run cut off mid-training."""
-        return any(PROGRESS.search(segment(self.texts[i])) for i in self.ending)
+        return any(reports_progress(segment(self.texts[i])) for i in self.ending)
 
     def first_end_without_cause(self) -> int | None:
         """The line number of the first of the last lines that reports an end naming no cause."""

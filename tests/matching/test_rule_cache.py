@@ -12,22 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import run_cli
+from test_loader import GOOD_RULE
 
 from failclass.matching.rules import UnsafeRuleWarning, load_rules
 
-RULE = """
-reason: gpu_oom
-rules:
-  - id: gpu_oom.site_allocator
-    kind: explicit
-    priority: 70
-    description: Our in-house allocator gave up.
-    patterns: ['acme-alloc: device heap exhausted']
-    examples:
-      positive:
-        - source: scenario:site_allocator
-          text: "acme-alloc: device heap exhausted on gpu 3"
-"""
+RULE = GOOD_RULE  # an operator's rule file that loads
 LOG = "step 10 loss 0.31\nacme-alloc: device heap exhausted on gpu 3\nacme-net: link 2 down\n"
 
 
