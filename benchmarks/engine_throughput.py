@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from readme_table import write_readme_table
+
 from failclass.classifier import Classifier
 from failclass.matching.rules import RuleSet, load_rules
 
@@ -271,18 +273,10 @@ def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict], r
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "engine.json").write_text(json.dumps(rows, indent=2))
     if readme is not None:
-        write_readme_table(readme, f"{full['files']} logs, {full['mb']:.0f} MB; {len(ruleset.rules)} rules", table)
-
-
-def write_readme_table(heading: str, what: str, table: list[str]) -> None:
-    """Replace the README's table between the engine_throughput markers."""
-    path = ROOT / "README.md"
-    text = path.read_text()
-    begin, end = "<!-- engine_throughput: begin -->", "<!-- engine_throughput: end -->"
-    if begin not in text or end not in text:
-        raise SystemExit(f"{path}: no {begin} ... {end} markers")
-    body = "\n".join([begin, f"Written by `benchmarks/engine_throughput.py --readme` ({heading}: {what}):", "", *table, end])
-    path.write_text(text[: text.index(begin)] + body + text[text.index(end) + len(end) :])
+        what = f"{full['files']} logs, {full['mb']:.0f} MB; {len(ruleset.rules)} rules"
+        write_readme_table(
+            "engine_throughput", f"Written by `benchmarks/engine_throughput.py --readme` ({readme}: {what}):", table
+        )
 
 
 if __name__ == "__main__":

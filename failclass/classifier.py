@@ -194,7 +194,7 @@ class Classifier:
             ranking = self._without_ended_generics(found, ranking, lines)
         winner = ranking.winner
         guess = None if lines is None else self._guess(lines, ranking)
-        if guess is not None and (winner is None or guess.reason not in self.consequences | {winner.rule.reason}):
+        if guess is not None and (winner is None or self._overrules(guess, winner, ranking)):
             others = ranking.others
             if winner is not None:
                 beaten = f"a consequence only; the model is {guess.confidence:.2f} confident of {guess.reason}"
@@ -210,6 +210,17 @@ class Classifier:
         """Whether the winning rule names a root cause (explicit, of a reason that is not a
         consequence): it answers at once, neither the model nor the log's end can change it."""
         return winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences
+
+    def _overrules(self, guess: ModelGuess, winner: Candidate, ranking: Ranking) -> bool:
+        """Whether the model's guess replaces an implicit winner: not when it names the winner's
+        reason or a consequence, nor when it names what a rule found printed after the winner
+        and ranked below it (the model reads the end of the log, where the consequences are:
+        an NCCL timeout after a rank's exception only echoes it)."""
+        if guess.reason in self.consequences | {winner.rule.reason}:
+            return False
+        return not any(
+            loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others
+        )
 
     def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines) -> Ranking:
         """The ranking without the generic rules (a bare traceback, a clean-up) that saw only

@@ -40,6 +40,7 @@ BENIGN = re.compile(
     r"\b[A-Z]\w*Warning\b|\bWARN(?:ING)?\b|warnings\.warn"  # a warning the run goes on after
     r"|(?i:\bno (?:errors?|failures?)\b|\b0 (?:errors|failed)\b)"  # nothing failed
     r"|(?i:\b(?:exit|error|return) (?:code|status)\b)"  # a bare exit status: the guide's No signature
+    r"|(?i:\bentering retry loop\b)"  # an error the client retries (wandb: github.com/uzh-rpg/RVT/issues/40)
 )
 NO_CAUSE = re.compile(
     r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"

@@ -264,3 +264,28 @@ def test_the_model_does_not_guess_over_an_end_reported_without_a_cause(tmp_path:
     # a bare Killed records no failure, but no progress line among the last ones either: a model
     # confident at its own threshold (here 0) may still speak there, not below it
     assert always.classify_path(Path("corpora/public/no_signature/IBM_FfDL_127.log")).source == "model"
+
+
+def test_the_model_does_not_replace_an_early_exception_with_the_timeouts_it_caused(tmp_path: Path) -> None:
+    """One rank's exception, then the other ranks' NCCL watchdog timeouts at the end (real
+    lines of two public logs, joined as one job's output): the model reads the end and
+    finds the timeouts, which a rule already ranked below the exception; the exception
+    stays the answer (principle 1 of the guide). Timeouts alone are still the model's to name."""
+    texts, labels = corpus_texts(("gpu_oom", "syntax_error", "mpi_runtime_failure"), 12)
+    path = tmp_path / "m.npz"
+    save(FailureTextModel().fit(texts, labels), path, 0.0, {})
+    always = Classifier(model=load(path, KNOWN))
+    exception = Path("corpora/public/semantic_error/BarisYazici_deep-rl-grasping_25.log").read_text()
+    timeouts = Path("corpora/public/mpi_runtime_failure/InternRobotics_AnySplat_61.log").read_text()
+    assert always.classify_bytes(timeouts).reason == "mpi_runtime_failure"
+    result = always.classify_bytes(exception + timeouts)
+    assert (result.reason, result.source) == ("semantic_error", "signature")
+    assert any(rival.reason == "mpi_runtime_failure" for rival in result.also_matched)
+
+
+def test_an_error_the_client_retries_is_no_failure_line() -> None:
+    """wandb's "entering retry loop" (github.com/uzh-rpg/RVT/issues/40) ends many healthy
+    runs' logs when the job is killed from outside: the run went on, nothing failed."""
+    retried = "wandb: Network error (TransientError), entering retry loop."
+    assert not shows_failure(["Epoch 54: : 5410it [1:05:34,  4.56it/s, loss=2.18, v_num=3hqp]" + retried])
+    assert shows_failure([retried, "RuntimeError: CUDA error: an illegal memory access was encountered"])
