@@ -218,9 +218,7 @@ class Classifier:
         an NCCL timeout after a rank's exception only echoes it)."""
         if guess.reason in self.consequences | {winner.rule.reason}:
             return False
-        return not any(
-            loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others
-        )
+        return not any(loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others)
 
     def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines) -> Ranking:
         """The ranking without the generic rules (a bare traceback, a clean-up) that saw only

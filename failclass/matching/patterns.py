@@ -53,6 +53,24 @@ def line_start(prefixes: tuple[Prefix, ...]) -> str:
     return f"(?:^|\\r)(?:{alternatives})*"
 
 
+class MessageStart:
+    """Where the message of a line may begin, for Python's ``re``: the line's start and the
+    end of each known prefix consumed in turn from it (a loop, not one nested repeat, which
+    ``re`` would backtrack through for ever on a line of blanks). Every such start is kept,
+    as the engine's ``(?:prefix)*`` would try them: ``pkg-1.0 | 5 MB | ###`` may be a
+    compose service's prefix or a progress line's first column."""
+
+    def __init__(self, prefixes: tuple[Prefix, ...]) -> None:
+        self._prefixes = tuple(re.compile(p.pattern) for p in prefixes)
+
+    def starts(self, line: str) -> list[int]:
+        found, at = [0], 0
+        while (end := next((m.end() for p in self._prefixes if (m := p.match(line, at)) and m.end() > at), None)) is not None:
+            found.append(end)
+            at = end
+        return found
+
+
 def expand(pattern: str, start: str) -> str:
     """Rewrite a rule pattern's leading ``^`` and trailing ``$`` into the engine's form."""
     if pattern.startswith("^"):

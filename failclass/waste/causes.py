@@ -1,7 +1,9 @@
 """The causes of low GPU utilisation as data: Gao et al.'s 15 categories in 4 dimensions,
 each with the intervals it explains, the log lines that show it and the series
 conditions it needs (``failclass/data/waste/causes.yaml``; an operator can give another
-file). Order is priority: the first cause whose evidence is found explains an interval."""
+file). Order is priority: the first cause whose evidence is found explains an interval.
+A pattern's leading ``^`` is the signature rules' (``signatures/prefixes.yaml``): the start
+of the message, after any rank tag, time stamp, logger name or level."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from typing import Any
 import yaml
 
 from failclass.errors import ConfigError
+from failclass.logs.region import segment
+from failclass.matching.patterns import MessageStart, load_prefixes
+from failclass.matching.rules import BUILTIN_DIR
 from failclass.matching.safety import nested_unbounded
 from failclass.resources import PACKAGE_DATA
 from failclass.waste.measure import DROP, IDLE, LOW, NEVER_USED
@@ -22,7 +27,8 @@ from failclass.yamlload import SafeLoader
 CAUSES = PACKAGE_DATA / "waste" / "causes.yaml"
 DIMENSIONS = ("job", "model", "data", "library")
 WHERE = ("during", "before_idle_to_end", "span", "anywhere")
-SERIES = ("peak_memory_below_pct", "peak_memory_above_pct", "other_gpus_used", "job_kind", "min_idle_share")
+MESSAGE = MessageStart(load_prefixes(BUILTIN_DIR / "prefixes.yaml"))
+SERIES = ("peak_memory_below_pct", "peak_memory_above_pct", "other_gpus_used", "job_kind", "min_idle_share", "job_low", "min_phase_share")
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW)
 
 
@@ -33,7 +39,13 @@ class LogEvidence:
     min_span_s: float = 0.0
 
     def matches(self, line: str) -> bool:
-        return any(p.search(line) for p in self.patterns)
+        """Whether a pattern finds the line's message: its last carriage-return state, after
+        any rank tag, time stamp, logger name or level (``^`` is the message's start)."""
+        line = segment(line)
+        if any(p.search(line) for p in self.patterns if not p.pattern.startswith("^")):
+            return True
+        anchored = [p for p in self.patterns if p.pattern.startswith("^")]
+        return bool(anchored) and any(p.match(line, at) for at in MESSAGE.starts(line) for p in anchored)
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,8 @@ def _cause(entry: Any, where: str) -> Cause:
 def _log(log: Any, where: str) -> LogEvidence:
     if not isinstance(log, dict) or log.get("where") not in WHERE or not log.get("patterns"):
         raise ConfigError(f"{where}: log needs `where` (one of {WHERE}) and `patterns`")
+    if not isinstance(log["patterns"], list) or not all(isinstance(p, str) for p in log["patterns"]):
+        raise ConfigError(f"{where}: log.patterns is a list of regular expressions")
     patterns = []
     for text in log["patterns"]:
         try:

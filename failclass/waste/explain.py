@@ -36,6 +36,7 @@ def explain(
         (int(j), int(n), int(g)): (float(p), float(t))
         for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total)
     }
+    held = {(int(j), int(n), int(g)): max(float(h), 1e-9) for j, n, g, h in zip(use.job, use.node, use.gpu, use.held_s)}
     used = {int(j) for j, never in zip(use.job, use.never_used) if not never}
     size = len(names)
     job_end = np.full(size, -np.inf)
@@ -43,6 +44,7 @@ def explain(
     idle_share = np.bincount(use.job, weights=use.idle_s, minlength=size) / np.maximum(
         np.bincount(use.job, weights=use.held_s, minlength=size), 1e-9
     )
+    job_util = np.bincount(use.job, weights=use.util, minlength=size) / np.maximum(np.bincount(use.job, minlength=size), 1)
     found = []
     hits = _Hits()
     for row in range(len(iv.kind)):
@@ -57,6 +59,8 @@ def explain(
             other_gpus_used=code in used,
             job_kind=jobs[name].kind if name in jobs else "batch",
             idle_share=float(idle_share[code]),
+            job_low=bool(job_util[code] <= measured.thresholds.low_util_pct),
+            phase_share=(float(iv.end[row] - iv.start[row]) / held[(code, int(iv.node[row]), int(iv.gpu[row]))]),
         )
         found.append(_first_cause(row, facts, causes, timelines.get(name), hits))
     return found
@@ -72,6 +76,8 @@ class _Facts:
     other_gpus_used: bool
     job_kind: str
     idle_share: float
+    job_low: bool  # the job's U (the mean of its GPUs') at or below the low threshold
+    phase_share: float  # the interval's share of the GPU's time held
 
 
 class _Hits:
@@ -109,6 +115,8 @@ def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
         "other_gpus_used": lambda v: facts.other_gpus_used == bool(v),
         "job_kind": lambda v: facts.job_kind == v,
         "min_idle_share": lambda v: facts.idle_share >= float(v),
+        "job_low": lambda v: facts.job_low == bool(v),
+        "min_phase_share": lambda v: facts.phase_share >= float(v),
     }
     return all(checks[name](value) for name, value in series.items())
 

@@ -7,7 +7,12 @@ Definitions (and the studies they come from):
   never-used GPU: one a job held and never touched (Yang et al., CloudBrain-I).
 - A stable phase: longer than 240 s with more than 2 GiB of its memory idle (CloudBrain-I).
 - A sudden drop: at least 60 s below the GPU's median minus three (robust) standard
-  deviations of its active readings; persistently low: U_i <= 50 % without being mostly idle.
+  deviations of its active readings.
+- A low phase: a run of at least five readings and 2 s whose utilisation (the median of each
+  reading and its neighbours, so that a burst or a dip of one reading does not cut or make
+  a phase) is at or below 50 % without the GPU being idle: a preprocessing step, a data
+  loader the GPU waits on, a checkpoint save, a tiny batch for the whole life. Each phase is
+  explained on its own; readings in a phase are no sudden drop.
 
 A reading stands for the time until the next one of its GPU; the last one, and any gap
 longer than ``max_gap_s`` (missing data, not time held), counts the table's usual interval.
@@ -21,7 +26,7 @@ import numpy as np
 
 from failclass.waste.samples import GpuSamples
 
-IDLE, DROP, LOW, NEVER_USED = "idle_slot", "sudden_drop", "persistently_low", "never_used"
+IDLE, DROP, LOW, NEVER_USED = "idle_slot", "sudden_drop", "low_phase", "never_used"
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class Thresholds:
     low_util_pct: float = 50.0
     drop_sigmas: float = 3.0
     drop_min_s: float = 60.0
+    phase_readings: int = 5
+    phase_min_s: float = 2.0
     max_gap_s: float = 300.0
 
 
@@ -72,6 +79,7 @@ class Measured:
     samples: GpuSamples
     gpus: GpuUse
     intervals: Intervals
+    thresholds: Thresholds
 
 
 def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measured:
@@ -79,7 +87,7 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
     known = np.asarray([name != "" for name in samples.jobs] or [False])[samples.job]
     table = samples.take(np.flatnonzero(known)).sorted()
     if not len(table):
-        return Measured(table, _empty_use(), _intervals([]))
+        return Measured(table, _empty_use(), _intervals([]), thresholds)
     change = np.ones(len(table), dtype=bool)
     change[1:] = (table.job[1:] != table.job[:-1]) | (table.node[1:] != table.node[:-1]) | (table.gpu[1:] != table.gpu[:-1])
     first = np.flatnonzero(change)
@@ -106,15 +114,21 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
         np.logical_and.reduceat(idle, first),
         np.bincount(segment[stable.first], minlength=len(first)),
     )
-    drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds), change, dt, thresholds.drop_min_s)
-    low = np.flatnonzero((use.util <= thresholds.low_util_pct) & (idle_s < 0.5 * held))
+    low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle
+    phases = _runs(low, change, dt, thresholds.phase_min_s)
+    phases = phases.take(phases.last - phases.first + 1 >= thresholds.phase_readings)
+    edges = np.zeros(len(table) + 1, dtype=np.int64)
+    np.add.at(edges, phases.first, 1)
+    np.add.at(edges, phases.last + 1, -1)
+    in_phase = np.cumsum(edges[:-1]) > 0
+    drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds) & ~in_phase, change, dt, thresholds.drop_min_s)
     parts = [
         _run_intervals(NEVER_USED, table, idle_runs.take(use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(IDLE, table, idle_runs.take(~use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(DROP, table, drops, dt, mem),
-        _segment_intervals(LOW, use, low),
+        _run_intervals(LOW, table, phases, dt, mem),
     ]
-    return Measured(table, use, _intervals(parts))
+    return Measured(table, use, _intervals(parts), thresholds)
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,16 @@ def _runs(mask: np.ndarray, change: np.ndarray, dt: np.ndarray, min_s: float, st
     last = np.append(rows[np.flatnonzero(np.diff(run))], rows[-1])
     keep = seconds > min_s if strict else seconds >= min_s
     return _Runs(first[keep], last[keep], seconds[keep])
+
+
+def _smoothed(util: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """Each reading's median with its neighbours on the same GPU (the edges keep their own)."""
+    util = util.astype(np.float64)
+    before, after = np.roll(util, 1), np.roll(util, -1)
+    before[change] = util[change]
+    ends = np.append(change[1:], True)
+    after[ends] = util[ends]
+    return np.median(np.stack([before, util, after]), axis=0)
 
 
 def _below_three_sigma(table: GpuSamples, segment: np.ndarray, first: np.ndarray, idle: np.ndarray, t: Thresholds) -> np.ndarray:
@@ -192,19 +216,6 @@ def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, me
         table.ts[runs.last] + dt[runs.last],
         span(cum_util),
         span(cum_mem),
-    )
-
-
-def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
-    return Intervals(
-        np.full(len(rows), kind, dtype=object),
-        use.job[rows],
-        use.node[rows],
-        use.gpu[rows],
-        use.start[rows],
-        use.start[rows] + use.held_s[rows],
-        use.util[rows],
-        use.mem_mean[rows],
     )
 
 

@@ -43,7 +43,8 @@ def test_zero_utilisation_with_memory_held_is_not_idle():
     rows = series("a", 0, [(t, 0, 3000) for t in range(0, 600, 15)])
     measured = measure(GpuSamples.from_rows(rows, "t"))
     assert measured.gpus.idle_s[0] == 0 and not measured.gpus.never_used[0]
-    assert measured.intervals.kind.tolist() == ["persistently_low"]
+    assert measured.intervals.kind.tolist() == ["low_phase"]
+    assert (measured.intervals.start[0], measured.intervals.end[0]) == (0, 600)
 
 
 def test_a_gpu_the_job_never_touched_is_never_used_and_named_once():
@@ -68,12 +69,27 @@ def test_a_sudden_drop_is_found_below_the_robust_band_even_when_drops_are_freque
     rng = np.random.default_rng(0)
     util = np.clip(rng.normal(88, 3, 400), 0, 100)
     for start in range(20, 400, 40):  # a 2-minute drop every 10 minutes: 20 % of the time
-        util[start : start + 8] = 2
+        util[start : start + 8] = 62  # above 50 %: not low, but far below the GPU's own band
     rows = series("a", 0, [(15 * i, float(u), 30000) for i, u in enumerate(util)])
     measured = measure(GpuSamples.from_rows(rows, "t"))
     drops = measured.intervals.kind == "sudden_drop"
     assert drops.sum() == 10
     assert (measured.intervals.end[drops] - measured.intervals.start[drops]).tolist() == [120.0] * 10
+
+
+def test_each_low_phase_is_its_own_interval_and_a_lone_reading_neither_cuts_nor_makes_one():
+    """A preprocessing plateau at a few percent, then training at 90 % with one reading's
+    dip, then a data-starved stretch at 0 % with one-reading bursts: two low phases with
+    their own times; the dip and the bursts change nothing."""
+    plateau = [(15 * i, 4, 1200) for i in range(20)]  # 0-300 s
+    training = [(300 + 15 * i, 90, 30000) for i in range(40)]  # 300-900 s
+    training[10] = (450, 3, 30000)  # one reading's dip
+    starved = [(900 + 15 * i, 95 if i % 4 == 2 else 0, 30000) for i in range(22)]  # 900-1230 s
+    tail = [(1230 + 15 * i, 90, 30000) for i in range(10)]
+    measured = measure(GpuSamples.from_rows(series("a", 0, plateau + training + starved + tail), "t"))
+    low = measured.intervals.kind == "low_phase"
+    assert list(zip(measured.intervals.start[low], measured.intervals.end[low], strict=True)) == [(0, 300), (900, 1230)]
+    assert measured.intervals.util[low][0] == pytest.approx(4)
 
 
 def test_a_gap_in_the_readings_is_missing_data_not_time_held():
