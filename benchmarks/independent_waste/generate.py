@@ -165,6 +165,11 @@ class Library:
         return any(s.group == group and s.role == role for s in self.snippets)
 
 
+def family(snippet_id: str) -> str:
+    """The tool a snippet comes from: the first word of its id (ids taken over keep their "ind_")."""
+    return snippet_id.removeprefix("ind_").split("_")[0]
+
+
 PH = re.compile(r"\$\{(\w+)(?::([^}]*))?\}")
 
 
@@ -326,7 +331,10 @@ def _size(cfg: Config, rng: random.Random, p: Plan) -> Plan:
     multi_needed = {"gpu_oversubscription", "data_exchange"} & set(p.causes)
     if "interactive_job" in p.causes:
         p.kind = "interactive"
-        p.variant = rng.choice(("jupyter", "notebook", "vscode", "sshd", "shell"))
+        # JupyterHub pods on Kubernetes; on Slurm also code tunnels, sshd and `srun --pty bash` (no log)
+        p.variant = rng.choice(
+            ("jupyter", "notebook") if cfg.jobs_format == "k8s-pods" else ("jupyter", "notebook", "vscode", "sshd", "shell")
+        )
     if "api_misuse" in p.causes:
         p.variant = "single" if len(p.causes) > 1 or rng.random() < 0.5 else "cpu"
         if p.variant == "single":
@@ -378,6 +386,26 @@ class JobBuilder:
     def __init__(self, cfg: Config, lib: Library, rng: random.Random, npr: np.random.Generator, plan: Plan) -> None:
         self.cfg, self.lib, self.rng, self.npr, self.plan = cfg, lib, rng, npr, plan
         self.s = cfg.step
+        self.chosen: dict[tuple[str, str], Snippet] = {}
+        self.family: dict[str, str] = {}
+
+    def fam(self, group: str, role: str) -> Snippet | None:
+        """This job's snippet of a group and role from one tool (the id's first word): a wget header
+        is followed by wget progress, not by another downloader's. None when that tool has none."""
+        if group not in self.family:
+            self.family[group] = family(self.rng.choice([x for x in self.lib.snippets if x.group == group]).id)
+        found = [x for x in self.lib.snippets if x.group == group and x.role == role and family(x.id) == self.family[group]]
+        if not found:
+            return None
+        if (group, role) not in self.chosen:
+            self.chosen[(group, role)] = self.rng.choice(found)
+        return self.chosen[(group, role)]
+
+    def once(self, group: str, role: str) -> Snippet:
+        """The snippet this job prints for a group and role, again and again: one tool per job."""
+        if (group, role) not in self.chosen:
+            self.chosen[(group, role)] = self.lib.pick(self.rng, group, role)
+        return self.chosen[(group, role)]
 
     def steps(self, minutes_lo: float, minutes_hi: float) -> int:
         return max(1, round(self.rng.uniform(minutes_lo, minutes_hi) * 60 / self.s))
@@ -436,7 +464,8 @@ class JobBuilder:
         ctx_mib = rng.randint(380, 620)
         a = boot
         shell_first = startup in ("long_library_installation", "external_data_usage")  # before python starts
-        ev += self._banners((boot + (pre if shell_first else 0)) * self.s)
+        if p.kind == "batch" and "non_dl_job" not in causes:
+            ev += self._banners((boot + (pre if shell_first else 0)) * self.s)
         # -- start-up cause
         if startup:
             self._startup(startup, util, mem, used, a, pre, model_mib, ctx_mib, ev, spans)
@@ -494,7 +523,8 @@ class JobBuilder:
                 "gpus": unused,
                 "shape": f"one process on GPU 0 only: {len(unused)} of {G} GPUs never used for the whole job",
             }
-            ev.append(LogEvent(boot * self.s + rng.uniform(3, 30), self.lib.pick(rng, "api_misuse"), "api_misuse"))
+            at = (boot + pre) * self.s + rng.uniform(3, 30)
+            ev.append(LogEvent(at, self.lib.pick(rng, "api_misuse_single"), "api_misuse"))
         np.clip(util, 0, 100, out=util)
         np.clip(mem, 0, total - RESERVED_MIB, out=mem)
         return Built(util, mem, spans, benign, ev)
@@ -502,11 +532,21 @@ class JobBuilder:
     # -- pieces of a job
 
     def _banners(self, at: float) -> list[LogEvent]:
+        """Start-up lines of a training process; none that name a GPU when the code runs on the CPU,
+        no NCCL lines for a single-GPU job."""
         rng = self.rng
+        on_cpu = self.plan.variant == "cpu"
+        fitting = [
+            b
+            for b in self.lib.snippets
+            if b.group == "banner"
+            and not (on_cpu and any("cuda" in x or "GPU" in x for x in b.lines))
+            and not (self.plan.n_gpus == 1 and any("NCCL" in x for x in b.lines))
+        ]
         out = []
         t = at + rng.uniform(2, 20)
-        for _ in range(rng.randint(1, 3)):
-            out.append(LogEvent(t, self.lib.pick(rng, "banner")))
+        for banner in rng.sample(fitting, rng.randint(1, 3)):
+            out.append(LogEvent(t, banner))
             t += rng.uniform(1, 15)
         return out
 
@@ -558,15 +598,19 @@ class JobBuilder:
                 "pip/conda installing" if group == "install" else "downloading from external sites"
             )
         in_process = cause == "data_preprocessing"
-        if self.lib.has(group, "setup"):
-            ev.append(LogEvent(a * s + rng.uniform(0, 10), self.lib.pick(rng, group, "setup"), cause, in_process=in_process))
+
+        def choose(role: str) -> Snippet | None:  # pip and conda lines mix in one install; other tools do not
+            return self.lib.pick(rng, group, role) if group == "install" else self.fam(group, role)
+
+        if first := choose("setup"):
+            ev.append(LogEvent(a * s + rng.uniform(0, 10), first, cause, in_process=in_process))
         t = a * s + rng.uniform(20, 90)
         every = rng.uniform(60, 300)
-        while t < b * s - 30:
-            ev.append(LogEvent(t, self.lib.pick(rng, group, "repeat"), cause, in_process=in_process))
+        while t < b * s - 30 and (again := choose("repeat")):
+            ev.append(LogEvent(t, again, cause, in_process=in_process))
             t += every * rng.uniform(0.6, 1.4)
-        if self.lib.has(group, "end"):
-            ev.append(LogEvent(b * s - rng.uniform(2, 20), self.lib.pick(rng, group, "end"), cause, in_process=in_process))
+        if last := choose("end"):
+            ev.append(LogEvent(b * s - rng.uniform(2, 20), last, cause, in_process=in_process))
         spans[cause] = {"ranges": [(a, b)], "gpus": list(used) or list(range(util.shape[0])), "shape": shape}
 
     def _whole(self, ev: list[LogEvent], group: str, a: int, n: int) -> None:
@@ -577,7 +621,7 @@ class JobBuilder:
         t = a * s + rng.uniform(60, 200)
         every = rng.uniform(120, 600)
         while t < (a + n) * s:
-            ev.append(LogEvent(t, self.lib.pick(rng, group, "repeat"), cause))
+            ev.append(LogEvent(t, self.once(group, "repeat"), cause))
             t += every * rng.uniform(0.5, 1.5)
 
     def _api_misuse_cpu(self, ev: list[LogEvent], a: int, n: int) -> None:
@@ -625,11 +669,7 @@ class JobBuilder:
                 for g in used:
                     mem[g, j:] = kernel_mib
             if group and self.lib.has(group, "repeat"):
-                ev.append(
-                    LogEvent(
-                        j * s + rng.uniform(-30, 0), self.lib.pick(rng, group, "repeat"), "interactive_job", in_process=False
-                    )
-                )
+                ev.append(LogEvent(j * s + rng.uniform(-30, 0), self.once(group, "repeat"), "interactive_job", in_process=False))
             if rng.random() < 0.15:  # kernel restart or shutdown: memory released
                 held = False
                 for g in used:
@@ -703,7 +743,7 @@ class JobBuilder:
                     ev.append(
                         LogEvent(
                             t,
-                            self.lib.pick(rng, group, role),
+                            self.once(group, role),
                             steady,
                             {"memgib": f"{max(model_mib) / 1024:.2f}", "mempct": f"{pct:.2f}"},
                         )
@@ -795,18 +835,14 @@ class JobBuilder:
                 ev.append(LogEvent(when, ckpt, cause, extra))
         elif cause == "intermediate_result_upload":
             eval_snippet = self.lib.pick(rng, "eval")
+            upload, done = self.fam("upload", "repeat"), self.fam("upload", "end")
             for j, k in ranges:
                 ev.append(LogEvent((t0 + j) * s - rng.uniform(5, 30), eval_snippet, cause))
-                ev.append(
-                    LogEvent(
-                        (t0 + j) * s + rng.uniform(1, 10),
-                        self.lib.pick(rng, "upload", "repeat"),
-                        cause,
-                        {"step": str(rng.randint(100, 90000))},
-                    )
-                )
-                if rng.random() < 0.5:
-                    ev.append(LogEvent((t0 + k) * s - rng.uniform(1, 5), self.lib.pick(rng, "upload", "end"), cause))
+                if upload:
+                    extra = {"step": str(rng.randint(100, 90000))}
+                    ev.append(LogEvent((t0 + j) * s + rng.uniform(1, 10), upload, cause, extra))
+                if done:
+                    ev.append(LogEvent((t0 + k) * s - rng.uniform(1, 5), done, cause))
         elif cause == "remote_data_read":
             read = self.lib.pick(rng, "remote_read")
             for j, _ in ranges:
