@@ -44,8 +44,9 @@ def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), hea
     jobs_file = load_jobs(options.jobs_file) if options.jobs_file else None
     jobs = {job.job: job for job in (jobs_file.jobs if jobs_file else [])}
     causes = load_causes(options.causes_file)
-    timelines = {name: _timeline(job, causes) for name, job in jobs.items() if job.log}
     check = InputCheck(jobs_file, options.gpu_memory_mib)
+    check.missing_logs = [name for name, job in jobs.items() if job.log and not job.log.is_file()]
+    timelines = {name: _timeline(job, causes) for name, job in jobs.items() if job.log and name not in check.missing_logs}
     batches = _batches(signals, list(jobs.values()), check.matching)
     return analyse_batches(batches, jobs, causes, timelines, options, heat, check)
 

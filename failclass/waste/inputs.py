@@ -42,6 +42,7 @@ class InputCheck:
     gpu_memory_mib: float | None = None
     matching: Matching = field(default_factory=Matching)
     origins: dict[tuple[str, int], TotalOrigin] = field(default_factory=dict)
+    missing_logs: list[str] = field(default_factory=list)  # jobs whose log the jobs file names but is not there
 
     def memory(self, batch: GpuSamples) -> GpuSamples:
         """The batch with its missing totals filled where they can be; notes each GPU's origin."""
@@ -57,20 +58,26 @@ class InputCheck:
         warnings = list(self.jobs_file.notes) if self.jobs_file else []
         if self.jobs_file:
             summary = JobsFileSummary(str(self.jobs_file.path), self.jobs_file.shape, len(self.jobs_file.jobs))
-        warnings += _matching(self.matching, jobs, bool(self.jobs_file))
+        if self.missing_logs:
+            logged = sum(1 for job in jobs.values() if job.log)
+            warnings.append(
+                f"{len(self.missing_logs)} of {logged} jobs' logs are not there ({_some(sorted(self.missing_logs))}):"
+                " no log evidence or loss curve for them"
+            )
+        warnings += _matching(self.matching, jobs)
         return InputReport(summary, coverage(self.origins), warnings)
 
 
-def _matching(m: Matching, jobs: Mapping[str, JobAllocation], have_file: bool) -> list[str]:
+def _matching(m: Matching, jobs: Mapping[str, JobAllocation]) -> list[str]:
     found = []
     if m.dropped:
         nodes = sorted({node for node, _ in m.dropped_gpus})
         found.append(
             f"{m.dropped:,} of {m.readings:,} readings ({len(m.dropped_gpus)} GPUs on {len(nodes)} nodes: {_some(nodes)})"
-            f" match no job: left out{_node_hint(jobs, m) if have_file else ''}"
+            f" match no job: left out{_node_hint(jobs, m)}"
         )
     unknown = sorted(m.labelled - set(jobs))
-    if have_file and unknown and jobs:
+    if unknown and jobs:
         found.append(
             f"{len(unknown)} jobs named by the readings' labels (hpc_job, pod) are not in the jobs file ({_some(unknown)}):"
             " user 'unknown', cluster 'default', kind batch"
@@ -116,4 +123,4 @@ def _some(names: list[str]) -> str:
 
 
 def _day(ts: float) -> str:
-    return "?" if not math.isfinite(ts) else datetime.fromtimestamp(ts, UTC).isoformat(timespec="minutes")
+    return "?" if not math.isfinite(ts) else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%MZ")

@@ -152,10 +152,12 @@ def test_tables_under_the_names_operators_use(tmp_path):
 def test_a_table_whose_names_match_nothing_says_what_every_job_lacks(tmp_path):
     path = tmp_path / "jobs.csv"
     path.write_text("id,owner_name,vc_name,when\n1,ana,vc1,2024-05-01\n2,bo,vc2,2024-05-02\n")
-    notes = "\n".join(load_jobs(path).notes)
-    assert "none of the 2 jobs has a user: every job's user is 'unknown' (columns not read: owner_name, vc_name, when)" in notes
-    assert "every job is in cluster 'default'" in notes and "every job counts as batch" in notes
-    assert "none of the 2 jobs has a start and end: every job spans all time" in notes
+    (note,) = load_jobs(path).notes
+    assert note == (
+        f"{path}: none of the 2 jobs has a user, a cluster or partition, a kind, GPUs or nodes, a start and end: every job is"
+        " user 'unknown', cluster 'default', batch, placed only by the readings' job labels, held for all time"
+        " (columns not read: owner_name, vc_name, when)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -121,22 +121,26 @@ def allocation(
     )
 
 
-def finish(path: Path, shape: str, jobs: list[JobAllocation], notes: list[str], hint: str = "") -> JobsFile:
-    """The file's jobs, refused when one is named twice, with a note for each field every
-    job lacks (``hint`` says where it was looked for)."""
+def finish(
+    path: Path, shape: str, jobs: list[JobAllocation], notes: list[str], hint: str = "", kind_said: bool = True
+) -> JobsFile:
+    """The file's jobs, refused when one is named twice, with one note on the fields every
+    job lacks (``hint`` says where they were looked for; ``kind_said``: whether the file
+    can tell interactive jobs at all)."""
     seen: set[str] = set()
     for number, job in enumerate(jobs, 1):
         if job.job in seen:
             raise InputError(f"{where(path, number)}: job {job.job!r} appears twice")
         seen.add(job.job)
-    if jobs:
-        defaults = [
-            ("user", all(j.user == "unknown" for j in jobs), "every job's user is 'unknown'"),
-            ("cluster or partition", all(j.cluster == "default" for j in jobs), "every job is in cluster 'default'"),
-            ("GPUs or nodes", not any(j.gpus or j.counts for j in jobs), "jobs attach only through the readings' job labels"),
-            ("start and end", all(math.isinf(j.start) and math.isinf(j.end) for j in jobs), "every job spans all time"),
-        ]
-        for field, lacking, effect in defaults:
-            if lacking:
-                notes.append(f"{path}: none of the {len(jobs)} jobs has a {field}: {effect}{hint}")
+    checks = [
+        ("a user", all(j.user == "unknown" for j in jobs), "user 'unknown'"),
+        ("a cluster or partition", all(j.cluster == "default" for j in jobs), "cluster 'default'"),
+        ("a kind", not kind_said, "batch"),
+        ("GPUs or nodes", not any(j.gpus or j.counts for j in jobs), "placed only by the readings' job labels"),
+        ("a start and end", all(math.isinf(j.start) and math.isinf(j.end) for j in jobs), "held for all time"),
+    ]
+    lacking = [(field, effect) for field, lacks, effect in checks if lacks]
+    if jobs and lacking:
+        fields, effects = ", ".join(f for f, _ in lacking), ", ".join(e for _, e in lacking)
+        notes.append(f"{path}: none of the {len(jobs)} jobs has {fields}: every job is {effects}{hint}")
     return JobsFile(path, shape, jobs, tuple(notes))

@@ -127,10 +127,8 @@ def _jobs(rows: list[dict[str, str]], path: Path, shape: str) -> JobsFile:
     notes = [f"{path}: {never} jobs that never started (pending) left out"] if never else []
     if steps:
         jobs = [_kind_from_steps(job, steps) for job in jobs]
-    elif "kind" not in column and jobs:
-        notes.append(f"{path}: no column says which jobs are interactive (kind/type) and no steps: every job counts as batch")
     hint = f" (columns not read: {', '.join(unread)})" if unread else ""
-    return finish(path, shape, jobs, notes, hint)
+    return finish(path, shape, jobs, notes, hint, kind_said=bool(steps) or "kind" in column)
 
 
 def _name(row: dict[str, str], column: dict[str, str]) -> str:
