@@ -158,3 +158,21 @@ def test_the_text_report_shows_the_warnings_under_the_headline(tmp_path):
     no_job.write_text("job,user\ntrain,ana\n")
     done = run_cli("waste", "report", str(signals), "--jobs", str(no_job))
     assert done.returncode == 1 and "match no job: left out" in done.stderr and "no readings belong to a job" in done.stderr
+
+
+def test_a_dcgm_scrape_with_pod_labels_finds_its_pod_in_a_kubernetes_pod_list(tmp_path):
+    scrape = tmp_path / "lke.prom"
+    scrape.write_bytes((ROOT / "corpora" / "gpu_signals" / "dcgm_scrape--lke_rtx4000ada_pod_labels.prom").read_bytes())
+    pod = json.loads((ROOT / "tests" / "data" / "kubernetes" / "verrazzano_install_job_pod.json").read_text())
+    pod["metadata"].update(name="cuda-75454ffb9f-8ljq7", namespace="default", labels={"owner": "ana"})  # the scrape's pod
+    pod["spec"].update(nodeName="lke529760-766837-0a634ab30000")
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    pod["status"]["phase"] = "Running"
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod]}))
+    done = run_cli("waste", "report", str(scrape), "--jobs", str(pods), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [(j["job"], j["user"], j["cluster"]) for j in report["jobs"]] == [("default/cuda-75454ffb9f-8ljq7", "ana", "default")]
+    assert report["inputs"]["warnings"] == []
+    assert report["inputs"]["memory_total"]["sources"] == {"DCGM FB_USED + FB_FREE + FB_RESERVED": 1}

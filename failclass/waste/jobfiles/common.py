@@ -121,26 +121,27 @@ def allocation(
     )
 
 
+FIELDS = {
+    "user": ("a user", "user 'unknown'"),
+    "cluster": ("a cluster or partition", "cluster 'default'"),
+    "kind": ("a kind", "batch"),
+    "place": ("GPUs or nodes", "placed only by the readings' job labels"),
+    "time": ("a start and end", "held for all time"),
+}
+
+
 def finish(
-    path: Path, shape: str, jobs: list[JobAllocation], notes: list[str], hint: str = "", kind_said: bool = True
+    path: Path, shape: str, jobs: list[JobAllocation], notes: list[str], lacking: Sequence[str] = (), hint: str = ""
 ) -> JobsFile:
-    """The file's jobs, refused when one is named twice, with one note on the fields every
-    job lacks (``hint`` says where they were looked for; ``kind_said``: whether the file
-    can tell interactive jobs at all)."""
+    """The file's jobs, refused when one is named twice, with one note on the ``lacking``
+    fields (of FIELDS) no job has, since the file has nothing under their names (``hint``
+    says what it has)."""
     seen: set[str] = set()
     for number, job in enumerate(jobs, 1):
         if job.job in seen:
             raise InputError(f"{where(path, number)}: job {job.job!r} appears twice")
         seen.add(job.job)
-    checks = [
-        ("a user", all(j.user == "unknown" for j in jobs), "user 'unknown'"),
-        ("a cluster or partition", all(j.cluster == "default" for j in jobs), "cluster 'default'"),
-        ("a kind", not kind_said, "batch"),
-        ("GPUs or nodes", not any(j.gpus or j.counts for j in jobs), "placed only by the readings' job labels"),
-        ("a start and end", all(math.isinf(j.start) and math.isinf(j.end) for j in jobs), "held for all time"),
-    ]
-    lacking = [(field, effect) for field, lacks, effect in checks if lacks]
     if jobs and lacking:
-        fields, effects = ", ".join(f for f, _ in lacking), ", ".join(e for _, e in lacking)
+        fields, effects = (", ".join(FIELDS[name][i] for name in lacking) for i in (0, 1))
         notes.append(f"{path}: none of the {len(jobs)} jobs has {fields}: every job is {effects}{hint}")
     return JobsFile(path, shape, jobs, tuple(notes))

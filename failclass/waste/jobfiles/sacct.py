@@ -1,7 +1,8 @@
 """Slurm accounting as ``sacct --json`` prints it: ``{"jobs": [...]}``, one object a job,
-in the shapes of Slurm 21.08-22.05 (openapi dbv0.0.37/38: ``state.current`` a string,
-``array.task_id`` a number) and 23.02 onwards (data_parser v0.0.39+: ``state.current`` a
-list, numbers that may be unset as ``{"set", "infinite", "number"}``).
+in the shapes of Slurm 22.05 (openapi dbv0.0.38, recorded here: ``state.current`` a
+string, ``array.task_id`` a number) and 23.02 onwards (data_parser v0.0.39+, as SchedMD's
+parsers.c defines it: ``state.current`` a list, numbers that may be unset as
+``{"set", "infinite", "number"}``, ``stdout_expanded``).
 
 The job is its ``job_id`` (what ``SLURM_JOB_ID`` and so DCGM's ``hpc_job`` label hold),
 an array task also ``<array job>_<task>``. Accounting keeps how many GPUs a job held

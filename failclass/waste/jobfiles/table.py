@@ -127,8 +127,15 @@ def _jobs(rows: list[dict[str, str]], path: Path, shape: str) -> JobsFile:
     notes = [f"{path}: {never} jobs that never started (pending) left out"] if never else []
     if steps:
         jobs = [_kind_from_steps(job, steps) for job in jobs]
+    said = {
+        "user": "user" in column,
+        "cluster": "cluster" in column or "namespace" in column,
+        "kind": "kind" in column or bool(steps),
+        "place": any(f in column for f in ("gpus", "tres", "nodes")),
+        "time": "start" in column or "end" in column,
+    }
     hint = f" (columns not read: {', '.join(unread)})" if unread else ""
-    return finish(path, shape, jobs, notes, hint, kind_said=bool(steps) or "kind" in column)
+    return finish(path, shape, jobs, notes, [name for name, found in said.items() if not found], hint)
 
 
 def _name(row: dict[str, str], column: dict[str, str]) -> str:
