@@ -129,13 +129,14 @@ def _placements(
     for job in live:
         keys = [node * _SLOT + gpu for node, gpu in ((find_node(n, known), g) for n, g in job.gpus) if node is not None]
         yield from place(job, keys)
+    present = np.unique(slots)
     for job in live:
         keys = []
         for node_name, count in job.counts:
             node = find_node(node_name, known)
             if node is None:
                 continue
-            free = [k for k in np.unique(slots[(slots // _SLOT) == node]).tolist() if len(rows(k, job))]
+            free = [k for k in present[(present // _SLOT) == node].tolist() if len(rows(k, job))]
             if count and len(free) > count:
                 matching.ambiguous[job.job] = (
                     f"{count} GPUs on {node_name} without their indices, and {len(free)} of its GPUs held by no other job then"
