@@ -48,6 +48,7 @@ class Matching:
     labelled: set[str] = field(default_factory=set)  # job names the readings carried themselves
     reading_nodes: set[str] = field(default_factory=set)
     ambiguous: dict[str, str] = field(default_factory=dict)  # job -> why its count could not be placed
+    whole_nodes: set[str] = field(default_factory=set)  # jobs that named nodes but no GPU count: given their free GPUs
     span: tuple[float, float] = (math.inf, -math.inf)
 
 
@@ -142,6 +143,8 @@ def _placements(
                     f"{count} GPUs on {node_name} without their indices, and {len(free)} of its GPUs held by no other job then"
                 )
                 continue
+            if not count and free:
+                matching.whole_nodes.add(job.job)
             keys += free
         yield from place(job, keys)
 

@@ -82,6 +82,12 @@ def _matching(m: Matching, jobs: Mapping[str, JobAllocation]) -> list[str]:
             f"{len(unknown)} jobs named by the readings' labels (hpc_job, pod) are not in the jobs file ({_some(unknown)}):"
             " user 'unknown', cluster 'default', kind batch"
         )
+    if m.whole_nodes:
+        guessed = sorted(m.whole_nodes)
+        found.append(
+            f"{len(guessed)} jobs name nodes but no GPU count ({_some(guessed)}): each was given every GPU of its nodes"
+            " that no other job held in its time"
+        )
     missing = [job for name, job in jobs.items() if name not in m.matched]
     if missing and m.readings:
         found.append(f"{len(missing)} of {len(jobs)} jobs in the jobs file match no readings: {_why_missing(missing, m)}")

@@ -78,10 +78,14 @@ def test_readings_of_no_job_and_jobs_of_no_readings_are_counted_with_their_reaso
         warnings[1]
         == "1 jobs named by the readings' labels (hpc_job, pod) are not in the jobs file (x/pod): user 'unknown', cluster 'default', kind batch"
     )
-    assert warnings[2].startswith("3 of 5 jobs in the jobs file match no readings: ")
-    assert "1 ran outside the readings' time (1970-01-01T00:16Z to 1970-01-01T00:18Z) (old)" in warnings[2]
-    assert "1 on nodes no reading has (gpu77; the readings' nodes: gpu01, gpu05, gpu09) (elsewhere)" in warnings[2]
-    assert "1 no reading of their GPUs in their time (vague2)" in warnings[2]  # vague took gpu09's one GPU
+    assert warnings[3].startswith("3 of 5 jobs in the jobs file match no readings: ")
+    assert "1 ran outside the readings' time (1970-01-01T00:16Z to 1970-01-01T00:18Z) (old)" in warnings[3]
+    assert "1 on nodes no reading has (gpu77; the readings' nodes: gpu01, gpu05, gpu09) (elsewhere)" in warnings[3]
+    assert "1 no reading of their GPUs in their time (vague2)" in warnings[3]  # vague took gpu09's one GPU
+    assert (
+        warnings[2]
+        == "1 jobs name nodes but no GPU count (vague): each was given every GPU of its nodes that no other job held in its time"
+    )
 
 
 def test_a_count_that_cannot_be_placed_is_named_as_such():
