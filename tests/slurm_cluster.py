@@ -100,6 +100,10 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         )
 
     def start(self) -> None:
+        self.start_munge()
+        self.start_daemons()
+
+    def start_munge(self) -> None:
         munge = self.munge
         key = munge / "munge.key"
         self.run("mungekey", "--create", f"--keyfile={key}", "--force")
@@ -112,6 +116,9 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             f"--log-file={munge / 'munged.log'}",
             f"--seed-file={munge / 'munged.seed'}",
         )
+
+    def start_daemons(self) -> None:
+        """slurmctld and a slurmd per node, until every node is idle."""
         daemons = {"slurmctld": ["slurmctld", "-D", "-c", "-f", str(self.conf)]}
         daemons.update({f"slurmd-{node}": ["slurmd", "-D", "-N", node, "-f", str(self.conf)] for node in self.nodes})
         for name, command in daemons.items():

@@ -25,7 +25,13 @@ def waste() -> None:
     "--jobs",
     "jobs_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Jobs file (CSV or JSON Lines): job, user, cluster, kind, gpus, start, end, log.",
+    help="Jobs file, its shape told by content: sacct --json, scontrol show job -d, kubectl get pods -o json, "
+    "or CSV / sacct -P / JSON Lines with job, user, cluster, kind, gpus (node:indices or a count beside nodes), start, end, log.",
+)
+@click.option(
+    "--gpu-memory-mib",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Memory total (MiB) of GPUs whose readings give none and whose model the GPU table lacks.",
 )
 @click.option(
     "--causes",
@@ -62,6 +68,7 @@ def report(
     ctx: click.Context,
     signals: tuple[Path, ...],
     jobs_file: Path | None,
+    gpu_memory_mib: float | None,
     causes_file: Path | None,
     time_limit: float | None,
     idle_slot: float,
@@ -82,6 +89,7 @@ def report(
         causes_file or CAUSES,
         Thresholds(idle_slot_s=idle_slot, low_util_pct=low),
         time_limit * 3600 if time_limit else None,
+        gpu_memory_mib,
     )
     heat = HeatMap() if fmt == "html" else None
     try:
@@ -91,6 +99,9 @@ def report(
     except InputError as exc:
         input_failure(ctx, exc)
         return
+    if fmt != "text" or not built.jobs:  # the text report shows them itself
+        for line in built.inputs.warnings:
+            click.echo(f"warning: {line}", err=True)
     if not built.jobs:
         click.echo("no readings belong to a job: give --jobs with the jobs' GPUs and times, or signals with job labels", err=True)
         ctx.exit(1)
@@ -195,7 +206,7 @@ def watch_command(
 ) -> None:
     """Signals for running jobs: warn or release idle interactive jobs, flag never-used GPUs,
     release jobs whose training finished (run it every few minutes, e.g. from cron)."""
-    from failclass.waste.allocation import read_jobs
+    from failclass.waste.jobfiles import read_jobs
     from failclass.waste.watch import WatchPolicy, watch_files
 
     if release_after < warn_after:

@@ -1,29 +1,26 @@
 """Which job held which GPU when: the allocation table that ties GPU readings to jobs.
 
-A jobs file (CSV with a header, or JSON Lines) has one row per job: ``job``, ``user``,
-``cluster`` (virtual cluster or partition), ``kind`` (``batch`` or ``interactive``),
-``gpus`` (``node01:0,1 node02:0-3``), ``start`` and ``end`` (ISO 8601 or Unix seconds)
-and ``log`` (the job's output, relative to the jobs file). Readings that already name
-their job (DCGM's ``hpc_job`` or pod labels) need only the row's metadata.
+A job names its GPUs exactly (``gpus``: node and index), or only how many it held on a
+node (``counts``; ``sacct`` and Kubernetes give no index), or nothing at all when the
+readings name their job themselves (DCGM's ``hpc_job`` or pod labels; ``aliases`` are the
+other names the readings may use, such as an array task's ``1234_7`` or a pod of a
+multi-pod job). The jobs files that give these are read by ``failclass.waste.jobfiles``.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
+import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from failclass.errors import InputError
-from failclass.limits import LIMITS
 from failclass.waste.samples import UNKNOWN_JOB, GpuSamples
 
 KINDS = ("batch", "interactive")
+_SLOT = 1024  # GPU indices are below this (samples.check)
 
 
 @dataclass(frozen=True)
@@ -36,129 +33,131 @@ class JobAllocation:
     start: float = -math.inf
     end: float = math.inf
     log: Path | None = None
+    counts: tuple[tuple[str, int], ...] = ()  # (node, GPUs held there, 0: not said) without their indices
+    aliases: tuple[str, ...] = ()
 
 
-def read_jobs(path: Path) -> list[JobAllocation]:
-    try:
-        if path.stat().st_size > LIMITS.waste_jobs_file_bytes:
-            raise InputError(f"{path}: a jobs file over {LIMITS.waste_jobs_file_bytes:,} bytes")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: {exc}") from exc
-    if path.suffix == ".jsonl":
-        rows = [_json_row(line, path, number) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-    else:
-        rows = list(csv.DictReader(text.splitlines()))
-    jobs = [_allocation(row, path, number) for number, row in enumerate(rows, 2)]
-    seen: set[str] = set()
-    for job in jobs:
-        if job.job in seen:
-            raise InputError(f"{path}: job {job.job!r} appears twice")
-        seen.add(job.job)
-    return jobs
+@dataclass
+class Matching:
+    """What tying readings to jobs found, over every batch: the makings of the warnings."""
+
+    readings: int = 0
+    dropped: int = 0  # readings that named no job and lay on no job's GPU
+    dropped_gpus: set[tuple[str, int]] = field(default_factory=set)
+    matched: set[str] = field(default_factory=set)  # jobs of the jobs file that got readings
+    labelled: set[str] = field(default_factory=set)  # job names the readings carried themselves
+    reading_nodes: set[str] = field(default_factory=set)
+    ambiguous: dict[str, str] = field(default_factory=dict)  # job -> why its count could not be placed
+    whole_nodes: set[str] = field(default_factory=set)  # jobs that named nodes but no GPU count: given their free GPUs
+    span: tuple[float, float] = (math.inf, -math.inf)
 
 
-def assign(samples: GpuSamples, jobs: Sequence[JobAllocation]) -> GpuSamples:
+def assign(samples: GpuSamples, jobs: Sequence[JobAllocation], matching: Matching | None = None) -> GpuSamples:
     """Tag each reading that names no job with the job that held its GPU at that time;
-    readings that named their job keep it. Readings of no job are dropped."""
-    unknown = np.asarray([name == UNKNOWN_JOB for name in samples.jobs] or [True])[samples.job]
-    names = list(samples.jobs)
-    job = samples.job.copy()
+    readings that named their job (or one of its aliases) keep it. Readings of no job are dropped."""
+    matching = matching if matching is not None else Matching()
+    renamed = _aliases(jobs)
+    final = [renamed.get(name, name) for name in samples.jobs]
+    index = {name: code for code, name in enumerate(dict.fromkeys(final))}
+    names = list(index)
+    job = np.asarray([index[name] for name in final] or [0], dtype=np.int32)[samples.job]
+    matching.labelled |= set(names) - {UNKNOWN_JOB}
+    unknown = np.asarray([name == UNKNOWN_JOB for name in names] or [True])[job]
     if unknown.any():
         rows = np.flatnonzero(unknown)
-        for number, positions in _placements(samples.take(rows), jobs, names):
+        for number, positions in _placements(samples.take(rows), jobs, names, matching):
             job[rows[positions]] = number
     kept = np.asarray([name != UNKNOWN_JOB for name in names])[job]
+    _tally(samples, job, kept, names, jobs, matching)
     return samples.with_jobs(tuple(names), job).take(np.flatnonzero(kept))
 
 
-def _placements(samples: GpuSamples, jobs: Sequence[JobAllocation], names: list[str]) -> Iterator[tuple[int, np.ndarray]]:
+def node_names(reading_nodes: Sequence[str]) -> dict[str, int]:
+    """Reading node name -> its code, and each short name (no domain, no port) where only
+    one reading node has it: a jobs file's ``gpu01`` finds DCGM's ``gpu01.cluster.local``."""
+    codes = {name: code for code, name in enumerate(reading_nodes)}
+    short: dict[str, list[int]] = {}
+    for code, name in enumerate(reading_nodes):
+        short.setdefault(_short(name), []).append(code)
+    return {**{name: found[0] for name, found in short.items() if len(found) == 1}, **codes}
+
+
+def find_node(name: str, known: dict[str, int]) -> int | None:
+    return known.get(name, known.get(_short(name)))
+
+
+def _short(name: str) -> str:
+    host = re.sub(r":\d+$", "", name)
+    return host if re.fullmatch(r"[\d.]+", host) else host.split(".", 1)[0]
+
+
+def _aliases(jobs: Sequence[JobAllocation]) -> dict[str, str]:
+    return {alias: job.job for job in jobs for alias in job.aliases if alias != job.job}
+
+
+def _placements(
+    samples: GpuSamples, jobs: Sequence[JobAllocation], names: list[str], matching: Matching
+) -> Iterator[tuple[int, np.ndarray]]:
     """(job code, positions in ``samples``) for each placed job that overlaps the readings;
-    new job names are appended to ``names``."""
-    slot = samples.node.astype(np.int64) * 1024 + samples.gpu
+    new job names are appended to ``names``. GPUs named by index go first; a job that says
+    only how many GPUs it held on a node takes the GPUs of that node no one else held then,
+    when that leaves no doubt which they are."""
+    slot = samples.node.astype(np.int64) * _SLOT + samples.gpu
     order = np.lexsort((samples.ts, slot))
     slots, times = slot[order], samples.ts[order]
-    node_code = {name: index for index, name in enumerate(samples.nodes)}
+    known = node_names(samples.nodes)
     code = {name: index for index, name in enumerate(names)}
     low, high = float(samples.ts.min()), float(samples.ts.max())
-    for allocation in jobs:
-        if allocation.end < low or allocation.start > high:
-            continue
-        for node, gpu in allocation.gpus:
-            if node not in node_code:
+    taken = np.zeros(len(order), dtype=bool)
+    live = [job for job in jobs if not (job.end < low or job.start > high)]
+
+    def rows(key: int, job: JobAllocation) -> np.ndarray:
+        first, last = np.searchsorted(slots, key, "left"), np.searchsorted(slots, key, "right")
+        lo = first + np.searchsorted(times[first:last], job.start, "left")
+        hi = first + np.searchsorted(times[first:last], job.end, "right")
+        return np.arange(lo, hi)[~taken[lo:hi]]
+
+    def place(job: JobAllocation, keys: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
+        for key in keys:
+            found = rows(key, job)
+            if len(found):
+                taken[found] = True
+                if job.job not in code:
+                    code[job.job] = len(names)
+                    names.append(job.job)
+                yield code[job.job], order[found]
+
+    for job in live:
+        keys = [node * _SLOT + gpu for node, gpu in ((find_node(n, known), g) for n, g in job.gpus) if node is not None]
+        yield from place(job, keys)
+    present = np.unique(slots)
+    for job in live:
+        keys = []
+        for node_name, count in job.counts:
+            node = find_node(node_name, known)
+            if node is None:
                 continue
-            key = node_code[node] * 1024 + gpu
-            first, last = np.searchsorted(slots, key, "left"), np.searchsorted(slots, key, "right")
-            lo = first + np.searchsorted(times[first:last], allocation.start, "left")
-            hi = first + np.searchsorted(times[first:last], allocation.end, "right")
-            if hi > lo:
-                if allocation.job not in code:
-                    code[allocation.job] = len(names)
-                    names.append(allocation.job)
-                yield code[allocation.job], order[lo:hi]
+            free = [k for k in present[(present // _SLOT) == node].tolist() if len(rows(k, job))]
+            if count and len(free) > count:
+                matching.ambiguous[job.job] = (
+                    f"{count} GPUs on {node_name} without their indices, and {len(free)} of its GPUs held by no other job then"
+                )
+                continue
+            if not count and free:
+                matching.whole_nodes.add(job.job)
+            keys += free
+        yield from place(job, keys)
 
 
-def _json_row(line: str, path: Path, number: int) -> dict[str, str]:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{number}: not JSON: {exc}") from exc
-    if not isinstance(row, dict):
-        raise InputError(f"{path}:{number}: a job is a JSON object")
-    return {key: "" if value is None else str(value) for key, value in row.items()}
-
-
-def _allocation(row: dict[str, str], path: Path, number: int) -> JobAllocation:
-    where = f"{path}:{number}"
-    if not row.get("job"):
-        raise InputError(f"{where}: a job row without `job`")
-    kind = (row.get("kind") or "batch").strip()
-    if kind not in KINDS:
-        raise InputError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
-    start, end = _time(row.get("start"), -math.inf, where), _time(row.get("end"), math.inf, where)
-    if end < start:
-        raise InputError(f"{where}: job {row['job']} ends before it starts")
-    log = (path.parent / row["log"]) if row.get("log") else None
-    return JobAllocation(
-        row["job"],
-        row.get("user") or "unknown",
-        row.get("cluster") or "default",
-        kind,
-        _gpus(row.get("gpus") or "", where),
-        start,
-        end,
-        log,
-    )
-
-
-def _gpus(text: str, where: str) -> tuple[tuple[str, int], ...]:
-    """``node01:0,1 node02:0-3`` to ((node01, 0), (node01, 1), (node02, 0), ...)."""
-    gpus: list[tuple[str, int]] = []
-    for part in text.split():
-        node, _, indices = part.rpartition(":")
-        if not node:
-            raise InputError(f"{where}: GPUs {part!r} are not node:indices")
-        for piece in indices.split(","):
-            low, _, high = piece.partition("-")
-            try:
-                first, last = int(low), int(high or low)
-            except ValueError as exc:
-                raise InputError(f"{where}: GPU index {piece!r} is not a number or range") from exc
-            if not 0 <= first <= last <= 1023:
-                raise InputError(f"{where}: GPU indices {piece!r} outside 0-1023")
-            gpus.extend((node, index) for index in range(first, last + 1))
-    return tuple(gpus)
-
-
-def _time(text: str | None, default: float, where: str) -> float:
-    if not text:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise InputError(f"{where}: time {text[:40]!r} is neither Unix seconds nor ISO 8601") from exc
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+def _tally(
+    samples: GpuSamples, job: np.ndarray, kept: np.ndarray, names: list[str], jobs: Sequence[JobAllocation], matching: Matching
+) -> None:
+    matching.readings += len(samples)
+    matching.dropped += int((~kept).sum())
+    for node, gpu in set(zip(samples.node[~kept].tolist(), samples.gpu[~kept].tolist())):
+        matching.dropped_gpus.add((samples.nodes[node], gpu))
+    present = {names[c] for c in np.unique(job[kept]).tolist()}
+    matching.matched |= {j.job for j in jobs if j.job in present}
+    matching.reading_nodes |= set(samples.nodes)
+    if len(samples):
+        matching.span = (min(matching.span[0], float(samples.ts.min())), max(matching.span[1], float(samples.ts.max())))

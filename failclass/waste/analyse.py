@@ -13,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from failclass.waste.allocation import JobAllocation, assign, read_jobs
+from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.causes import CAUSES, Cause, load_causes
 from failclass.waste.explain import explain
 from failclass.waste.formats import read_signal
 from failclass.waste.formats.parquet import iter_parquet
 from failclass.waste.heatmap import HeatMap
+from failclass.waste.inputs import InputCheck
+from failclass.waste.jobfiles import load_jobs, read_jobs
 from failclass.waste.loss import Convergence, convergence, has_loss
 from failclass.waste.measure import Thresholds, measure
 from failclass.waste.report import IntervalRow, WasteReport, build, interval_rows
@@ -33,15 +35,20 @@ class WasteOptions:
     causes_file: Path = CAUSES
     thresholds: Thresholds = field(default_factory=Thresholds)
     time_limit_s: float | None = None
+    gpu_memory_mib: float | None = None  # the memory total of GPUs whose readings give none
 
 
 def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), heat: HeatMap | None = None) -> WasteReport:
     """The report over signal files, a jobs file and the logs it names (and, given one,
     the heat map filled on the way)."""
-    jobs = {job.job: job for job in (read_jobs(options.jobs_file) if options.jobs_file else [])}
+    jobs_file = load_jobs(options.jobs_file) if options.jobs_file else None
+    jobs = {job.job: job for job in (jobs_file.jobs if jobs_file else [])}
     causes = load_causes(options.causes_file)
-    timelines = {name: _timeline(job, causes) for name, job in jobs.items() if job.log}
-    return analyse_batches(_batches(signals, list(jobs.values())), jobs, causes, timelines, options, heat)
+    check = InputCheck(jobs_file, options.gpu_memory_mib)
+    check.missing_logs = [name for name, job in jobs.items() if job.log and not job.log.is_file()]
+    timelines = {name: _timeline(job, causes) for name, job in jobs.items() if job.log and name not in check.missing_logs}
+    batches = _batches(signals, list(jobs.values()), check.matching)
+    return analyse_batches(batches, jobs, causes, timelines, options, heat, check)
 
 
 def series_of(signals: Sequence[Path], options: WasteOptions, names: set[str]) -> GpuSamples:
@@ -61,11 +68,14 @@ def analyse_batches(
     timelines: Mapping[str, Timeline],
     options: WasteOptions,
     heat: HeatMap | None = None,
+    check: InputCheck | None = None,
 ) -> WasteReport:
     """The report over readings already tied to jobs, a batch of whole jobs at a time."""
+    check = check or InputCheck(gpu_memory_mib=options.gpu_memory_mib)
     wastes: list[JobWaste] = []
     intervals: list[IntervalRow] = []
     for batch in batches:
+        batch = check.memory(batch)
         if heat is not None:
             heat.add(batch)
         measured = measure(batch, options.thresholds)
@@ -73,16 +83,17 @@ def analyse_batches(
         intervals += interval_rows(measured, explain(measured, causes, jobs, timelines))
     converged = _convergence(wastes, jobs, timelines)
     top = headline(wastes, jobs, options.time_limit_s)
-    return build(top, wastes, (by_group(wastes, "user"), by_group(wastes, "cluster")), intervals, causes, converged)
+    groups = (by_group(wastes, "user"), by_group(wastes, "cluster"))
+    return build(top, wastes, groups, intervals, causes, converged, check.report(jobs))
 
 
-def _batches(signals: Sequence[Path], jobs: list[JobAllocation]) -> Iterator[GpuSamples]:
+def _batches(signals: Sequence[Path], jobs: list[JobAllocation], matching: Matching | None = None) -> Iterator[GpuSamples]:
     texts = [path for path in signals if not _is_parquet(path)]
     if texts:
-        yield assign(concat([read_signal(path) for path in texts]), jobs)
+        yield assign(concat([read_signal(path) for path in texts]), jobs, matching)
     for path in signals:
         if _is_parquet(path):
-            yield from _whole_jobs(assign(batch, jobs) for batch in iter_parquet(path))
+            yield from _whole_jobs(assign(batch, jobs, matching) for batch in iter_parquet(path))
 
 
 def _whole_jobs(batches: Iterator[GpuSamples]) -> Iterator[GpuSamples]:

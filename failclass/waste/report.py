@@ -1,6 +1,7 @@
 """The waste report: the cluster's headline figures, the causes ranked by GPU-hours,
 the jobs, users and virtual clusters that waste most, every explained interval with its
-evidence and fix, and early-termination advice; rendered as text or JSON."""
+evidence and fix, and early-termination advice, after what the inputs lacked (warnings, and
+the GPUs without a memory total); rendered as text or JSON."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 
 from failclass.waste.causes import Cause
 from failclass.waste.explain import Explanation
+from failclass.waste.inputs import InputReport
 from failclass.waste.loss import Convergence
 from failclass.waste.measure import Measured
+from failclass.waste.memory import OPTION, describe
 from failclass.waste.summary import GroupWaste, Headline, JobWaste
 
 UNEXPLAINED = "unexplained"
@@ -62,6 +65,7 @@ class WasteReport:
     clusters: list[GroupWaste]
     intervals: list[IntervalRow]
     convergence: list[ConvergenceRow]
+    inputs: InputReport
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +96,7 @@ def build(
     intervals: list[IntervalRow],
     causes: Sequence[Cause],
     convergence: Mapping[str, Convergence],
+    inputs: InputReport,
 ) -> WasteReport:
     known = {cause.id: cause for cause in causes}
     totals: dict[str, tuple[int, set[str], float]] = {}
@@ -125,6 +130,7 @@ def build(
         groups[1],
         sorted(intervals, key=lambda row: -row.minutes),
         converged,
+        inputs,
     )
 
 
@@ -143,6 +149,7 @@ def to_text(report: WasteReport, top: int = 10) -> str:
     ]
     if h.interactive_at_limit_pct is not None:
         out.append(f"  interactive jobs that ran into the time limit: {h.interactive_at_limit_pct:.2f}%")
+    out += _inputs(report.inputs)
     out += ["", "Causes, by GPU-hours lost in their intervals:"]
     out += [
         f"  {c.gpu_h:10.2f} h  {c.intervals:5d} intervals  {c.jobs:4d} jobs  {c.name} [{c.dimension}]\n      fix: {c.fix}"
@@ -179,6 +186,16 @@ def to_text(report: WasteReport, top: int = 10) -> str:
             for c in sorted(late, key=lambda c: -(c.after_gpu_h or 0))[:top]
         ]
     return "\n".join(out) + "\n"
+
+
+def _inputs(inputs: InputReport) -> list[str]:
+    """The inputs' warnings and the memory-total line, under the headline."""
+    memory = describe(inputs.memory_total)
+    lines = [f"  warning: {text}" for text in inputs.warnings] + ([f"  warning: {memory}"] if memory else [])
+    estimated = {k: n for k, n in inputs.memory_total.sources.items() if k.startswith("GPU model table") or k == OPTION}
+    if estimated:
+        lines.append("  memory totals estimated: " + ", ".join(f"{n} GPUs from {k}" for k, n in estimated.items()))
+    return ["", "Inputs:", *lines] if lines else []
 
 
 def _iso(ts: float) -> str:

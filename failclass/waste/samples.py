@@ -3,19 +3,28 @@ format readers and the measures.
 
 One row is one reading of one GPU: node, GPU index on the node, time (Unix seconds),
 utilisation (percent), framebuffer memory used and total (MiB; NaN when the source has
-none) and, when the source names it (DCGM's ``hpc_job`` or ``pod`` label), the job.
+none) and, when the source names it (DCGM's ``hpc_job`` or ``pod`` label), the job. Beside
+the rows, ``totals`` says for each GPU where its memory total came from, or why it has none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from failclass.errors import InputError
 
 UNKNOWN_JOB = ""
+
+
+@dataclass(frozen=True)
+class TotalOrigin:
+    """Where a GPU's memory total came from (``known``), or why it has none."""
+
+    known: bool
+    text: str
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,7 @@ class GpuSamples:
     mem_used: np.ndarray  # float32, MiB
     mem_total: np.ndarray  # float32, MiB
     job: np.ndarray  # int32
+    totals: Mapping[tuple[str, int], TotalOrigin] = field(default_factory=dict)  # (node, gpu) -> origin
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -42,7 +52,11 @@ class GpuSamples:
                 raise ValueError(f"column {name} has {len(getattr(self, name))} rows, ts has {n}")
 
     @staticmethod
-    def from_rows(rows: Iterable[tuple[str, int, float, float, float, float, str]], source: str) -> GpuSamples:
+    def from_rows(
+        rows: Iterable[tuple[str, int, float, float, float, float, str]],
+        source: str,
+        totals: Mapping[tuple[str, int], TotalOrigin] | None = None,
+    ) -> GpuSamples:
         """Build from (node, gpu, ts, util, mem_used, mem_total, job) tuples, checking ranges."""
         nodes: dict[str, int] = {}
         jobs: dict[str, int] = {UNKNOWN_JOB: 0}
@@ -62,6 +76,7 @@ class GpuSamples:
             np.asarray(columns[4], dtype=np.float32),
             np.asarray(columns[5], dtype=np.float32),
             np.asarray(columns[6], dtype=np.int32),
+            dict(totals or {}),
         )
         samples.check(source)
         return samples
@@ -99,16 +114,20 @@ class GpuSamples:
             self.mem_used[rows],
             self.mem_total[rows],
             self.job[rows],
+            self.totals,
         )
 
     def with_jobs(self, jobs: tuple[str, ...], job: np.ndarray) -> GpuSamples:
-        return GpuSamples(self.nodes, jobs, self.node, self.gpu, self.ts, self.util, self.mem_used, self.mem_total, job)
+        return GpuSamples(
+            self.nodes, jobs, self.node, self.gpu, self.ts, self.util, self.mem_used, self.mem_total, job, self.totals
+        )
 
 
 def concat(parts: Sequence[GpuSamples]) -> GpuSamples:
     """One table from several sources, node and job codes merged by name."""
     if not parts:
-        return GpuSamples((), (UNKNOWN_JOB,), *(np.empty(0, dtype=t) for t in _DTYPES))
+        node, gpu, ts, util, used, total, job = (np.empty(0, dtype=t) for t in _DTYPES)
+        return GpuSamples((), (UNKNOWN_JOB,), node, gpu, ts, util, used, total, job)
     nodes: dict[str, int] = {}
     jobs: dict[str, int] = {UNKNOWN_JOB: 0}
     node_codes, job_codes = [], []
@@ -127,7 +146,18 @@ def concat(parts: Sequence[GpuSamples]) -> GpuSamples:
         np.concatenate([p.mem_used for p in parts]),
         np.concatenate([p.mem_total for p in parts]),
         np.concatenate(job_codes),
+        merge_totals([part.totals for part in parts]),
     )
+
+
+def merge_totals(parts: Iterable[Mapping[tuple[str, int], TotalOrigin]]) -> dict[tuple[str, int], TotalOrigin]:
+    """One GPU's origins from several sources: a known total wins over a reason for none."""
+    merged: dict[tuple[str, int], TotalOrigin] = {}
+    for part in parts:
+        for key, origin in part.items():
+            if origin.known or key not in merged:
+                merged[key] = origin
+    return merged
 
 
 _DTYPES = (np.int32, np.int16, np.float64, np.float32, np.float32, np.float32, np.int32)

@@ -3,7 +3,6 @@ each with its source), and their refusals of what no GPU tool prints."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -23,17 +22,18 @@ def test_a_dcgm_scrape_with_pod_labels_names_the_job_and_the_memory():
     assert samples.nodes == ("lke529760-766837-0a634ab30000",)
     assert samples.jobs[samples.job[0]] == "default/cuda-75454ffb9f-8ljq7"
     assert (samples.util[0], samples.mem_used[0]) == (0.0, 1.0)
-    assert samples.mem_total[0] == 20016.0  # FB_USED + FB_FREE
+    assert samples.mem_total[0] == 20473.0  # FB_USED + FB_FREE + FB_RESERVED, as nvidia-smi counts its total
 
 
 def test_a_busy_t4_scrape_reads_its_utilisation():
     samples = read_signal(SIGNALS / "dcgm_scrape--ericsson_ccd_t4_busy.prom")
-    assert (samples.util[0], samples.mem_used[0], samples.mem_total[0]) == (91.0, 5120.0, 5120.0 + 9791.0)
+    assert (samples.util[0], samples.mem_used[0], samples.mem_total[0]) == (91.0, 5120.0, 5120.0 + 9791.0 + 447.0)
 
 
-def test_a_scrape_without_free_memory_leaves_the_total_unknown():
+def test_a_scrape_without_free_memory_takes_the_total_of_its_model():
     samples = read_signal(SIGNALS / "dcgm_scrape--issue363_rtxa5000_idle_mem_held.prom")
-    assert samples.mem_used[0] == 21383.0 and math.isnan(samples.mem_total[0])
+    assert samples.mem_used[0] == 21383.0 and samples.mem_total[0] == 24 * 1024  # RTX A5000: 24 GB
+    assert samples.totals[("k8s-gpu1", 0)].text == "GPU model table (NVIDIA RTX A5000)"
 
 
 def test_profiling_engine_activity_stands_in_when_the_utilisation_field_is_absent():

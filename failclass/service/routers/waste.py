@@ -13,10 +13,11 @@ from failclass.errors import InputError
 from failclass.service.bodies import JsonRoute
 from failclass.service.deps import MetricsDep, Reader
 from failclass.service.schemas import WasteIn, WatchIn
-from failclass.waste.allocation import JobAllocation, assign
+from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.analyse import WasteOptions, analyse_batches
 from failclass.waste.causes import load_causes
 from failclass.waste.formats.prometheus import read_answers, read_exposition
+from failclass.waste.inputs import InputCheck
 from failclass.waste.report import WasteReport
 from failclass.waste.samples import GpuSamples, concat
 from failclass.waste.watch import Signal, WatchPolicy, watch
@@ -33,9 +34,11 @@ async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> WasteRe
     """U, idle slots, never-used GPUs and low-utilisation intervals with their likely
     causes (from the series and the jobs' declared kinds; logs stay on the cluster)."""
     jobs = _jobs(body)
-    samples = _samples(body, jobs)
+    check = InputCheck()
+    samples = _samples(body, jobs, check.matching)
     options = WasteOptions(time_limit_s=body.time_limit_hours * 3600 if body.time_limit_hours else None)
-    report = await run_in_threadpool(analyse_batches, [samples], {j.job: j for j in jobs}, load_causes(), {}, options)
+    by_name = {j.job: j for j in jobs}
+    report = await run_in_threadpool(analyse_batches, [samples], by_name, load_causes(), {}, options, None, check)
     for cause in report.causes:
         metrics.waste_gpu_hours.labels(cause.cause).set(cause.gpu_h)
     return report
@@ -73,7 +76,7 @@ def _jobs(body: WasteIn) -> list[JobAllocation]:
     return jobs
 
 
-def _samples(body: WasteIn, jobs: list[JobAllocation]) -> GpuSamples:
+def _samples(body: WasteIn, jobs: list[JobAllocation], matching: Matching | None = None) -> GpuSamples:
     try:
         parts = [read_answers(list(body.prometheus), "request body: prometheus")] if body.prometheus else []
         if body.exposition:
@@ -81,6 +84,6 @@ def _samples(body: WasteIn, jobs: list[JobAllocation]) -> GpuSamples:
             parts.append(read_exposition(body.exposition, "request body: exposition", scraped))
         if not parts:
             raise InputError("give `prometheus` (range-query answers) or `exposition` (a scrape)")
-        return assign(concat(parts), jobs)
+        return assign(concat(parts), jobs, matching)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None

@@ -4,7 +4,9 @@
 The header names the columns, so any order and extra fields are fine; ``timestamp`` and
 ``utilization.gpu`` are required. The GPU is ``index``, else the order in which each
 ``pci.bus_id`` or ``uuid`` first appears, else 0 (a one-GPU log). nvidia-smi prints local time without a
-zone: it is read as UTC. ``[N/A]`` and ``[Not Supported]`` become NaN.
+zone: it is read as UTC. ``[N/A]`` and ``[Not Supported]`` become NaN. The memory total is
+``memory.total``, else ``memory.used`` + ``memory.free``, else the GPU model table's total
+for the ``name`` column.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import math
 from datetime import UTC, datetime
 
 from failclass.errors import InputError
-from failclass.waste.samples import GpuSamples
+from failclass.waste.memory import from_model
+from failclass.waste.samples import GpuSamples, TotalOrigin
 
 REQUIRED = ("timestamp", "utilization.gpu")
 IDENTITIES = ("pci.bus_id", "uuid")
@@ -37,6 +40,7 @@ def read_nvidia_smi(text: str, source: str, node: str) -> GpuSamples:
     identity = next((column[name] for name in IDENTITIES if name in column), None)
     seen: dict[str, int] = {}
     rows = []
+    models: dict[int, str] = {}
     for number, cells in enumerate(reader, 2):
         if not cells or cells == header:
             continue
@@ -48,6 +52,8 @@ def read_nvidia_smi(text: str, source: str, node: str) -> GpuSamples:
                 gpu = int(cells[column["index"]])
             else:
                 gpu = seen.setdefault(cells[identity], len(seen)) if identity is not None else 0
+            if "name" in column:
+                models[gpu] = cells[column["name"]].strip()
             used = _number(cells, column.get("memory.used"))
             total = _number(cells, column.get("memory.total"))
             if math.isnan(total) and "memory.free" in column:
@@ -58,7 +64,20 @@ def read_nvidia_smi(text: str, source: str, node: str) -> GpuSamples:
         rows.append((node, gpu, ts, util, used, total, ""))
     if not rows:
         raise InputError(f"{source}: an nvidia-smi header but no readings")
-    return GpuSamples.from_rows(rows, source)
+    totals = {}
+    for gpu in sorted({row[1] for row in rows}):
+        mib, totals[(node, gpu)] = _total_origin(column, models.get(gpu, ""))
+        if not math.isnan(mib):
+            rows = [(*row[:5], mib, row[6]) if row[1] == gpu and math.isnan(row[5]) else row for row in rows]
+    return GpuSamples.from_rows(rows, source, totals)
+
+
+def _total_origin(column: dict[str, int], model: str) -> tuple[float, TotalOrigin]:
+    if "memory.total" in column:
+        return math.nan, TotalOrigin(True, "nvidia-smi memory.total")
+    if "memory.used" in column and "memory.free" in column:
+        return math.nan, TotalOrigin(True, "nvidia-smi memory.used + memory.free")
+    return from_model(model, "an nvidia-smi log without memory.total or memory.free", "name column")
 
 
 def _time(cell: str) -> float:

@@ -7,6 +7,7 @@ job's rows together, so a measure over batches never splits a job."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from failclass.errors import InputError
-from failclass.waste.samples import GpuSamples
+from failclass.waste.samples import GpuSamples, TotalOrigin
 
 COLUMNS = ("node", "gpu", "ts", "util", "mem_used", "mem_total", "job")
 
@@ -62,9 +63,17 @@ def iter_parquet(path: Path, batch_rows: int = 4_000_000) -> Iterator[GpuSamples
         for batch in handle.iter_batches(batch_size=batch_rows, columns=list(COLUMNS)):
             samples = from_arrow(batch)
             samples.check(str(path))
-            yield samples
+            yield replace(samples, totals=_origins(samples))
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: damaged Parquet: {exc}") from exc
+
+
+def _origins(samples: GpuSamples) -> dict[tuple[str, int], TotalOrigin]:
+    """Each GPU's memory total is the table's, where it has one."""
+    slot = samples.node.astype(np.int64) * 1024 + samples.gpu
+    have = set(np.unique(slot[np.isfinite(samples.mem_total)]).tolist())
+    known, empty = TotalOrigin(True, "Parquet mem_total"), TotalOrigin(False, "the Parquet table's mem_total is empty (NaN)")
+    return {(samples.nodes[s // 1024], s % 1024): known if s in have else empty for s in np.unique(slot).tolist()}
 
 
 def from_arrow(batch: pa.RecordBatch | pa.Table) -> GpuSamples:

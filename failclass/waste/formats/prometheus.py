@@ -2,8 +2,9 @@
 (``curl host:9400/metrics``) and the JSON of an HTTP API range query (``/api/v1/query_range``,
 ``resultType: matrix``).
 
-DCGM_FI_DEV_GPU_UTIL gives utilisation in percent, DCGM_FI_DEV_FB_USED and _FREE the
-framebuffer in MiB; where the utilisation field is absent the profiling field
+DCGM_FI_DEV_GPU_UTIL gives utilisation in percent, DCGM_FI_DEV_FB_USED, _FREE and
+_RESERVED the framebuffer in MiB (the total is their sum; without _FREE it comes from the
+``modelName`` label through the GPU model table); where the utilisation field is absent the profiling field
 DCGM_FI_PROF_GR_ENGINE_ACTIVE (a ratio) stands in. The node comes from the ``Hostname``
 label (else ``instance``), the job from ``hpc_job`` (Slurm job mapping) or
 ``namespace/pod`` (Kubernetes pod mapping).
@@ -18,15 +19,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from failclass.errors import InputError
-from failclass.waste.samples import GpuSamples
+from failclass.waste.memory import from_model
+from failclass.waste.samples import GpuSamples, TotalOrigin
 
-UTIL, FB_USED, FB_FREE, GR_ACTIVE = (
+UTIL, FB_USED, FB_FREE, FB_RESERVED, GR_ACTIVE = (
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_FB_USED",
     "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_FB_RESERVED",
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
 )
-METRICS = (UTIL, FB_USED, FB_FREE, GR_ACTIVE)
+METRICS = (UTIL, FB_USED, FB_FREE, FB_RESERVED, GR_ACTIVE)
 
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
@@ -40,6 +43,7 @@ class Reading:
     ts: float
     metric: str
     value: float
+    model: str = ""  # the modelName label
 
 
 def read_exposition(text: str, source: str, scraped_at: float) -> GpuSamples:
@@ -102,7 +106,7 @@ def _reading(name: str, labels: dict[str, str], ts: float, value: str, where: st
     except ValueError as exc:
         raise InputError(f"{where}: {name}: not a number: {exc}") from exc
     job = labels.get("hpc_job") or (f"{labels.get('namespace', '')}/{labels['pod']}" if labels.get("pod") else "")
-    return Reading(node, gpu, job, ts, name, number)
+    return Reading(node, gpu, job, ts, name, number, labels.get("modelName", ""))
 
 
 def _labels(text: str, source: str, number: int) -> dict[str, str]:
@@ -119,18 +123,36 @@ def _labels(text: str, source: str, number: int) -> dict[str, str]:
 def _pivot(readings: Iterable[Reading], source: str) -> GpuSamples:
     """Long readings (one metric each) to one row per GPU and time."""
     rows: dict[tuple[str, int, str, float], dict[str, float]] = {}
+    models: dict[tuple[str, int], str] = {}
     for r in readings:
         rows.setdefault((r.node, r.gpu, r.job, r.ts), {})[r.metric] = r.value
-    table = []
+        if r.model:
+            models[(r.node, r.gpu)] = r.model
+    table: list[tuple[str, int, float, float, float, float, str]] = []
+    seen: dict[tuple[str, int], set[str]] = {}
     for (node, gpu, job, ts), values in rows.items():
         util = values.get(UTIL, values[GR_ACTIVE] * 100 if GR_ACTIVE in values else math.nan)
         if math.isnan(util):
             continue  # memory without utilisation says nothing about use
+        seen.setdefault((node, gpu), set()).update(values)
         used = values.get(FB_USED, math.nan)
-        table.append((node, gpu, ts, util, used, used + values.get(FB_FREE, math.nan), job))
+        table.append((node, gpu, ts, util, used, used + values.get(FB_FREE, math.nan) + values.get(FB_RESERVED, 0.0), job))
     if not table:
         raise InputError(f"{source}: no {UTIL} (or {GR_ACTIVE}) samples with Hostname and gpu labels")
-    return GpuSamples.from_rows(table, source)
+    totals, by_model = {}, {}
+    for key, metrics in seen.items():
+        totals[key], by_model[key] = _total_origin(metrics, models.get(key, ""))
+    filled = ((*row[:5], by_model[row[:2]], row[6]) if math.isnan(row[5]) else row for row in table)
+    return GpuSamples.from_rows(filled, source, totals)
+
+
+def _total_origin(metrics: set[str], model: str) -> tuple[TotalOrigin, float]:
+    """Where one GPU's total comes from, and the model table's total where that is the source."""
+    if FB_USED in metrics and FB_FREE in metrics:
+        return TotalOrigin(True, "DCGM FB_USED + FB_FREE" + (" + FB_RESERVED" if FB_RESERVED in metrics else "")), math.nan
+    missing = f"{FB_USED} without {FB_FREE}" if FB_USED in metrics else f"no {FB_USED} or {FB_FREE} series"
+    mib, origin = from_model(model, missing, "modelName label")
+    return origin, mib
 
 
 def _get(value: object, key: str) -> object:
