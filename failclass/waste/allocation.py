@@ -73,13 +73,15 @@ def assign(samples: GpuSamples, jobs: Sequence[JobAllocation], matching: Matchin
 
 
 def node_names(reading_nodes: Sequence[str]) -> dict[str, int]:
-    """Reading node name -> its code, and each short name (no domain, no port) where only
-    one reading node has it: a jobs file's ``gpu01`` finds DCGM's ``gpu01.cluster.local``."""
+    """Reading node name -> its code, and each short name (no domain, no port) and each
+    ``_``-separated part of the name where only one reading node has it: a jobs file's
+    ``gpu01`` finds DCGM's ``gpu01.cluster.local`` and the log ``nvidia-smi_gpu01.csv``."""
     codes = {name: code for code, name in enumerate(reading_nodes)}
-    short: dict[str, list[int]] = {}
+    short: dict[str, set[int]] = {}
     for code, name in enumerate(reading_nodes):
-        short.setdefault(_short(name), []).append(code)
-    return {**{name: found[0] for name, found in short.items() if len(found) == 1}, **codes}
+        for key in {_short(name), *(part for part in name.split("_") if part)}:
+            short.setdefault(key, set()).add(code)
+    return {**{name: found.pop() for name, found in short.items() if len(found) == 1}, **codes}
 
 
 def find_node(name: str, known: dict[str, int]) -> int | None:

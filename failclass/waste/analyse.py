@@ -16,7 +16,7 @@ import numpy as np
 from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.causes import CAUSES, Cause, load_causes
 from failclass.waste.explain import explain
-from failclass.waste.formats import read_signal
+from failclass.waste.formats import read_signals
 from failclass.waste.formats.parquet import iter_parquet
 from failclass.waste.heatmap import HeatMap
 from failclass.waste.inputs import InputCheck
@@ -90,7 +90,7 @@ def analyse_batches(
 def _batches(signals: Sequence[Path], jobs: list[JobAllocation], matching: Matching | None = None) -> Iterator[GpuSamples]:
     texts = [path for path in signals if not _is_parquet(path)]
     if texts:
-        yield assign(concat([read_signal(path) for path in texts]), jobs, matching)
+        yield assign(read_signals(texts), jobs, matching)
     for path in signals:
         if _is_parquet(path):
             yield from _whole_jobs(assign(batch, jobs, matching) for batch in iter_parquet(path))

@@ -28,7 +28,15 @@ CAUSES = PACKAGE_DATA / "waste" / "causes.yaml"
 DIMENSIONS = ("job", "model", "data", "library")
 WHERE = ("during", "before_idle_to_end", "span", "anywhere")
 MESSAGE = MessageStart(load_prefixes(BUILTIN_DIR / "prefixes.yaml"))
-SERIES = ("peak_memory_below_pct", "peak_memory_above_pct", "other_gpus_used", "job_kind", "min_idle_share", "job_low", "min_phase_share")
+SERIES = (
+    "peak_memory_below_pct",
+    "peak_memory_above_pct",
+    "other_gpus_used",
+    "job_kind",
+    "min_idle_share",
+    "job_low",
+    "min_phase_share",
+)
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW)
 
 
