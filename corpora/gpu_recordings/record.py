@@ -85,6 +85,9 @@ class JobSpec:
     needs_cuda: bool = False
     env: dict[str, str] = field(default_factory=dict)
     notes: str = ""
+    default: bool = True  # run when --only names no jobs (the jobs of recordings _a and _b)
+    tail_sleep_share: float = 0.0  # a `sleep` after the program, this share of the job (unreleased_job)
+    data_server: bool = False  # needs the recorder's local HTTP data server
 
 
 JOBS = [
@@ -160,6 +163,7 @@ JOBS = [
         "runs `sleep` (a real coreutils sleep, as a job script with a trailing wait would) and holds the "
         "GPU with no process on it. Planted: the sleep (unreleased_job).",
         ["unreleased_job"],
+        tail_sleep_share=0.5,
     ),
     JobSpec(
         "cpu_fallback",
@@ -199,6 +203,87 @@ JOBS = [
         [],
         log_style="collector",
         needs_cuda=True,
+    ),
+    # -- the jobs of recording _c: run only when --only names them
+    JobSpec(
+        "healthy_long",
+        62,
+        "A longer control: the GPT-style LM (about 285 M parameters) trained with bf16 autocast on "
+        "Markov-chain token sequences that live on the GPU, with no checkpoints and no evaluation.",
+        [],
+        default=False,
+    ),
+    JobSpec(
+        "remote_data_read",
+        45,
+        "The classifier reads its training data over HTTP from a local server that the recorder starts on "
+        "127.0.0.1 (a throttled object store: 150-300 MB/s a request, 30 ms to the first byte, some requests "
+        "held back 0.8-1.5 s). Each shard of 2048 images (112x112 uint8, 77 MB) is fetched with urllib "
+        "when the previous one is used up, with no prefetching, then upsampled to 224x224 on the GPU and "
+        "trained on for 8 steps of 256. Planted: each shard read (remote_data_read).",
+        ["remote_data_read"],
+        default=False,
+        data_server=True,
+        notes="remote_data_read is detectable: false in causes.yaml. The server's own request log is "
+        "server/access.log (http.server's format), with each request's times in server/requests.jsonl.",
+    ),
+    JobSpec(
+        "external_data_usage",
+        50,
+        "The job script first downloads its dataset (a 112x112 uint8 image array as .npy, about 40% of the "
+        "job at about 100 MB/s) from the recorder's local HTTP server with curl (wget, or urllib with a "
+        "progress bar, where curl is missing), then the program memory-maps the file and trains the "
+        "classifier on it. Planted: the download step (external_data_usage), timed by the recorder.",
+        ["external_data_usage"],
+        log_style="collector",
+        default=False,
+        data_server=True,
+        notes="The download tool's output is the tool's own (curl's progress meter, wget's dot progress).",
+    ),
+    JobSpec(
+        "host_gpu_transfer",
+        40,
+        "The classifier is fed batches of 512 float32 224x224 images (308 MB) built on the CPU at start "
+        "in ordinary pageable memory; every step copies one with a blocking .to(device) (non_blocking=False, "
+        "no pin_memory) before computing, so each step has a transfer dip. Planted: each copy, timed from "
+        "torch.cuda.synchronize() to torch.cuda.synchronize() (inefficient_host_gpu_transfer).",
+        ["inefficient_host_gpu_transfer"],
+        log_style="collector",
+        default=False,
+        notes="inefficient_host_gpu_transfer is detectable: false in causes.yaml. The dips are shorter than "
+        "nvidia-smi's 200 ms sampling: they lower every reading rather than show as gaps.",
+    ),
+    JobSpec(
+        "unreleased_long",
+        55,
+        "The classifier trains for about a third of the job, saves its final weights and exits; the job "
+        "script then runs `sleep` for the remaining two thirds (a real coreutils sleep) and holds the GPU "
+        "with no process on it. Planted: the sleep (unreleased_job).",
+        ["unreleased_job"],
+        default=False,
+        tail_sleep_share=0.65,
+    ),
+    JobSpec(
+        "cuda_visible_empty",
+        35,
+        "The job is given the GPU but started with CUDA_VISIBLE_DEVICES=''. The program logs what torch "
+        "reports (is_available, device_count, and the error of a first CUDA allocation), falls back to the "
+        "CPU and trains a small Transformer LM there. The GPU is never touched. Planted: the whole job "
+        "(api_misuse).",
+        ["api_misuse"],
+        default=False,
+        env={"CUDA_VISIBLE_DEVICES": ""},
+        notes="api_misuse is detectable: false in causes.yaml.",
+    ),
+    JobSpec(
+        "mixture",
+        58,
+        "Two causes with phases of different lengths: the LM is built on the GPU, then a text corpus is "
+        "generated and tokenised in pure Python (about a third of the job, GPU memory held), then it trains "
+        "with torch.save checkpoints after about 3, 6 and 9 s of training in turn. Planted: the "
+        "preprocessing (data_preprocessing) and each save (model_checkpointing).",
+        ["data_preprocessing", "model_checkpointing"],
+        default=False,
     ),
 ]
 
@@ -565,9 +650,19 @@ def lm_sizes(cpu: bool) -> dict[str, int]:
     return dict(vocab=16384, d=1024, layers=20, heads=16, ff=4096, seq=512, batch=16)
 
 
-def train_lm(ctx: Ctx, torch, device, model, data, until: float, save_every_s: float | None, cause_prefix: str = ""):
+def train_lm(
+    ctx: Ctx,
+    torch,
+    device,
+    model,
+    data,
+    until: float,
+    save_every_s: float | tuple[float, ...] | None,
+    cause_prefix: str = "",
+):
     """Train the LM on ``data`` (sequences of seq+1 tokens on the device) until ``until``; with
-    ``save_every_s``, save a checkpoint every K steps, K chosen from the measured step time."""
+    ``save_every_s``, save a checkpoint every K steps, K chosen from the measured step time (with a
+    tuple of seconds, the intervals take those lengths in turn)."""
     import torch.nn.functional as F
 
     sync = synchronizer(device)
@@ -576,7 +671,7 @@ def train_lm(ctx: Ctx, torch, device, model, data, until: float, save_every_s: f
     batch = lm_sizes(ctx.cpu)["batch"]
     ckpt_dir = ctx.scratch / f"{ctx.name}-checkpoints"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    step, save_steps, saved, timed_from = 0, None, [], 0.0
+    step, save_steps, saved, saves_done, timed_from, next_save = 0, None, [], [], 0.0, 0
     amp = autocast(device)
     tokens_per_step = batch * (data.shape[1] - 1)
     ctx.say(
@@ -602,8 +697,17 @@ def train_lm(ctx: Ctx, torch, device, model, data, until: float, save_every_s: f
                 timed_from = time.time()
                 continue
             per_step = (time.time() - timed_from) / 10
-            save_steps = max(2, round(save_every_s / per_step))
-            ctx.say(f"Measured {per_step * 1000:.1f} ms a step; saving a checkpoint every {save_steps} steps")
+            intervals = save_every_s if isinstance(save_every_s, tuple) else (save_every_s,)
+            save_steps = [max(2, round(s / per_step)) for s in intervals]
+            if len(save_steps) == 1:
+                ctx.say(f"Measured {per_step * 1000:.1f} ms a step; saving a checkpoint every {save_steps[0]} steps")
+            else:
+                ctx.say(
+                    f"Measured {per_step * 1000:.1f} ms a step; saving checkpoints after "
+                    f"{', '.join(map(str, save_steps))} steps in turn"
+                )
+            while next_save <= step:
+                next_save += save_steps[0]
         if time.time() - last_log >= log_every:
             value = loss.item()
             now = time.time()
@@ -611,7 +715,7 @@ def train_lm(ctx: Ctx, torch, device, model, data, until: float, save_every_s: f
                 f"step {step}: loss = {value:.4f}, lr = 6.0e-04, {tokens_per_step * step / (now - train_start):,.0f} tokens/s"
             )
             last_log = now
-        if save_steps and step % save_steps == 0 and time.time() < until:
+        if save_steps and step == next_save and time.time() < until:
             if sync:
                 sync()
             ctx.phases.add(f"{cause_prefix}training", seg_start, time.time(), None, steps_to=step)
@@ -629,6 +733,8 @@ def train_lm(ctx: Ctx, torch, device, model, data, until: float, save_every_s: f
                     old.unlink(missing_ok=True)
                     ctx.say(f"Removed older checkpoint {old.name} (keep_last = 1)")
                 saved = [path]
+                saves_done.append(step)
+            next_save += save_steps[len(saves_done) % len(save_steps)]
             seg_start = time.time()
     if sync:
         sync()
@@ -1097,6 +1203,17 @@ def job_interactive(ctx: Ctx) -> None:
 
 def job_unreleased(ctx: Ctx) -> None:
     ctx.log = setup_logging("train", "%(asctime)s [%(levelname)s] %(message)s")
+    train_save_exit(ctx)
+
+
+def job_unreleased_long(ctx: Ctx) -> None:
+    ctx.log = setup_logging("trainer", "[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    train_save_exit(ctx)
+
+
+def train_save_exit(ctx: Ctx) -> None:
+    """Train the classifier until ``ctx.until``, save the final weights and return (the job's
+    ``sleep`` follows in the recorder)."""
     with ctx.phases.phase("startup (import torch, CUDA init, model)", since=PROCESS_START):
         torch, device = torch_setup(ctx)
         small = device.type == "cpu"
@@ -1193,6 +1310,250 @@ def _grow_until_oom(torch, F, model, opt, images, batch: int) -> None:
         batch *= 8
 
 
+# ---- the jobs of recording _c ---------------------------------------------------------------
+
+
+def remote_sizes(cpu: bool) -> dict[str, int]:
+    """Images served by the recorder's data server: side, images a shard, batch, classes, training side."""
+    if cpu:
+        return {"size": 32, "shard": 256, "batch": 32, "classes": 64, "out": 64}
+    return {"size": 112, "shard": 2048, "batch": 256, "classes": 64, "out": 224}
+
+
+def shard_images(k: int, sizes: dict[str, int]) -> bytes:
+    """Shard ``k``: ``shard`` uint8 CHW images, image i of class i % classes (prototype plus noise)."""
+    import numpy as np
+
+    n, size, classes = sizes["shard"], sizes["size"], sizes["classes"]
+    protos = _protos_uint8(classes, size, 0)
+    noise = np.random.default_rng(k).integers(-40, 41, size=(n, size, size, 3), dtype=np.int16)
+    x = np.clip(protos[np.arange(n) % classes].astype(np.int16) + noise, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)).tobytes()
+
+
+def gpu_normalise(torch, device, images, out: int):
+    """uint8 NCHW images on the device -> bilinear resize to out x out, ImageNet normalisation, channels_last."""
+    import torch.nn.functional as F
+
+    mean = torch.tensor(DecodedImages.MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(DecodedImages.STD, device=device).view(1, 3, 1, 1)
+    x = F.interpolate(images.float() / 255, size=(out, out), mode="bilinear", align_corners=False)
+    return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
+
+
+def job_healthy_long(ctx: Ctx) -> None:
+    ctx.log = setup_logging("lm", "%(asctime)s %(levelname)-8s %(name)s | %(message)s")
+    with ctx.phases.phase("startup (import torch, CUDA init, model, data)", since=PROCESS_START):
+        torch, device = torch_setup(ctx)
+        s = lm_sizes(ctx.cpu)
+        model = make_lm(s["vocab"], s["d"], s["layers"], s["heads"], s["ff"]).to(device)
+        data = gpu_token_sequences(torch, device, s["vocab"], 512 if ctx.cpu else 4096, s["seq"] + 1)
+    ctx.say(f"Model: {s['layers']}-layer Transformer LM, d_model {s['d']}, {count_params(model):,} parameters")
+    ctx.say(f"Training for up to {ctx.left():.1f} s (max_time), no checkpoints")
+    train_lm(ctx, torch, device, model, data, ctx.until, save_every_s=None)
+
+
+def job_remote_data_read(ctx: Ctx) -> None:
+    ctx.log = setup_logging("remote_dataset", "%(asctime)s - %(levelname)s - %(name)s - %(message)s")
+    with ctx.phases.phase("startup (import torch, CUDA init, model)", since=PROCESS_START):
+        torch, device = torch_setup(ctx)
+        import torch.nn.functional as F
+
+        r = remote_sizes(ctx.cpu)
+        model = make_resnet(r["classes"], device.type == "cpu").to(device).to(memory_format=torch.channels_last)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        n, batch = r["shard"], r["batch"]
+        labels = torch.arange(n, device=device) % r["classes"]
+    base = os.environ["REC_DATA_URL"]
+    ctx.say(
+        f"Streaming training shards from {base}/train/ ({n} images of {r['size']}x{r['size']} uint8 a shard, "
+        f"read when the previous one is used up, no prefetch); batch size {batch}, resized to "
+        f"{r['out']}x{r['out']} on {device.type}"
+    )
+    sync = synchronizer(device)
+    amp = autocast(device)
+    k = steps = 0
+    read_s = train_s = 0.0
+    while ctx.left() > 0:
+        url = f"{base}/train/shard-{k:05d}.bin"
+        with ctx.phases.phase(f"read shard-{k:05d} over HTTP", "remote_data_read", sync, url=url) as detail:
+            t = time.time()
+            with urllib.request.urlopen(url, timeout=60) as resp:
+                body = bytearray(resp.read())
+            took = time.time() - t
+            detail["bytes"] = len(body)
+        read_s += took
+        ctx.say(f"GET {url}: {len(body) / 1e6:.1f} MB in {took:.2f} s ({len(body) / 1e6 / took:.1f} MB/s)")
+        if ctx.left() <= 0:
+            break
+        t = time.time()
+        with ctx.phases.phase(f"train on shard-{k:05d}", None, sync) as detail:
+            shard = torch.frombuffer(body, dtype=torch.uint8).view(n, 3, r["size"], r["size"]).to(device)
+            order = torch.randperm(n, device=device)
+            for b in range(n // batch):
+                idx = order[b * batch : (b + 1) * batch]
+                x = gpu_normalise(torch, device, shard[idx], r["out"])
+                with amp:
+                    loss = F.cross_entropy(model(x), labels[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                steps += 1
+            detail["steps"] = n // batch
+        train_s += time.time() - t
+        ctx.say(f"shard {k} done: step {steps}, loss {loss.item():.4f}")
+        k += 1
+    ctx.say(f"Finished: {k} shards read ({read_s:.1f} s reading), {steps} steps ({train_s:.1f} s training)")
+
+
+def job_external_data_usage(ctx: Ctx) -> None:
+    with ctx.phases.phase("startup (import torch, CUDA init, model)", since=PROCESS_START):
+        torch, device = torch_setup(ctx)
+        import numpy as np
+        import torch.nn.functional as F
+
+        r = remote_sizes(ctx.cpu)
+        model = make_resnet(r["classes"], device.type == "cpu").to(device).to(memory_format=torch.channels_last)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        path = Path(os.environ["REC_DATASET"])
+        images = np.load(path, mmap_mode="r")
+    print(
+        f"Loaded {path.name}: shape {images.shape}, {images.dtype}, {path.stat().st_size / 1e9:.2f} GB "
+        f"(memory-mapped); batch size {r['batch']}, resized to {r['out']}x{r['out']} on {device.type}",
+        flush=True,
+    )
+    sync = synchronizer(device)
+    amp = autocast(device)
+    rng = np.random.default_rng(0)
+    batch, step, start, last = r["batch"], 0, time.time(), time.time()
+    with ctx.phases.phase("training", None, sync) as detail:
+        while time.time() < ctx.until:
+            idx = np.sort(rng.choice(len(images), batch, replace=False))
+            x = gpu_normalise(torch, device, torch.from_numpy(images[idx]).to(device), r["out"])
+            y = torch.from_numpy(idx % r["classes"]).to(device)
+            with amp:
+                loss = F.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            if time.time() - last >= 2.0:
+                last = time.time()
+                print(f"step {step} | loss: {loss.item():.4f} | {batch * step / (last - start):.1f} img/s", flush=True)
+        detail["steps"] = step
+    print(f"finished {step} steps", flush=True)
+
+
+def job_host_gpu_transfer(ctx: Ctx) -> None:
+    with ctx.phases.phase("startup (import torch, CUDA init, model, host batches)", since=PROCESS_START):
+        torch, device = torch_setup(ctx)
+        import torch.nn.functional as F
+
+        small = device.type == "cpu"
+        model = make_resnet(100, small).to(device).to(memory_format=torch.channels_last)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        batch, size = (16, 64) if small else (512, 224)
+        gen = torch.Generator().manual_seed(0)
+        protos = F.interpolate(torch.rand(100, 3, 8, 8, generator=gen), size=(size, size), mode="bilinear")
+        host = []
+        for _ in range(3):
+            y = torch.randint(0, 100, (batch,), generator=gen)
+            x = (protos[y] + 0.25 * torch.randn(batch, 3, size, size, generator=gen) - 0.5) / 0.25
+            host.append((x, y))
+    x0 = host[0][0]
+    print(
+        f"{len(host)} host batches of {tuple(x0.shape)} {str(x0.dtype).replace('torch.', '')}, "
+        f"{x0.numel() * x0.element_size() / 1e6:.0f} MB each, pinned = {x0.is_pinned()}; every step copies one "
+        f"with .to({device.type}, non_blocking=False)",
+        flush=True,
+    )
+    sync = synchronizer(device)
+    amp = autocast(device)
+    copies = []
+    step, start, last, copy_s = 0, time.time(), time.time(), 0.0
+    while time.time() < ctx.until:
+        xh, yh = host[step % len(host)]
+        if sync:
+            sync()
+        t1 = time.time()
+        x, y = xh.to(device, non_blocking=False), yh.to(device, non_blocking=False)
+        if sync:
+            sync()
+        t2 = time.time()
+        copies.append((t1, t2))
+        copy_s += t2 - t1
+        with amp:
+            loss = F.cross_entropy(model(x.contiguous(memory_format=torch.channels_last)), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        step += 1
+        if time.time() - last >= 2.0:
+            last = time.time()
+            gb = x0.numel() * x0.element_size() * step / 1e9
+            print(
+                f"step {step}: loss {loss.item():.4f}, copy {copy_s / step * 1000:.1f} ms a step "
+                f"({gb / copy_s:.2f} GB/s), {step / (last - start):.2f} steps/s",
+                flush=True,
+            )
+    if sync:
+        sync()
+    for a, b in copies:
+        ctx.phases.add("host-to-GPU copy (pageable, blocking)", a, b, "inefficient_host_gpu_transfer")
+    ctx.phases.add("training loop", start, time.time(), None, steps=step)
+    print(f"Done: {step} steps in {time.time() - start:.1f} s, {copy_s:.1f} s of it copying", flush=True)
+
+
+def job_cuda_visible_empty(ctx: Ctx) -> None:
+    ctx.log = setup_logging("__main__", "%(asctime)s [%(levelname)s] %(message)s")
+    with ctx.phases.phase("startup (import torch)", since=PROCESS_START):
+        import torch
+
+    ctx.say(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}")
+    ctx.say(
+        f"torch {torch.__version__} (CUDA {torch.version.cuda}): torch.cuda.is_available() = "
+        f"{torch.cuda.is_available()}, torch.cuda.device_count() = {torch.cuda.device_count()}"
+    )
+    device = torch.device("cuda")
+    try:
+        torch.zeros(1, device=device)
+    except (RuntimeError, AssertionError) as exc:
+        ctx.log.warning("CUDA unusable (%s: %s); falling back to the CPU", type(exc).__name__, exc)
+        device = torch.device("cpu")
+    with ctx.phases.phase(f"model and data on {device.type}"):
+        model = make_lm(4096, 256, 4, 4, 1024).to(device)
+        data = gpu_token_sequences(torch, device, 4096, 1024, 129)
+    ctx.say(f"Training a 4-layer LM ({count_params(model):,} parameters) on {device} with {torch.get_num_threads()} threads")
+    train_lm(ctx, torch, device, model, data, ctx.until, save_every_s=None)
+
+
+def job_mixture(ctx: Ctx) -> None:
+    ctx.log = setup_logging("train_lm", "%(asctime)s - %(levelname)s - %(name)s - %(message)s")
+    total = ctx.until - PROCESS_START
+    with ctx.phases.phase("startup (import torch, CUDA init, model)", since=PROCESS_START):
+        torch, device = torch_setup(ctx)
+        s = lm_sizes(ctx.cpu)
+        model = make_lm(s["vocab"], s["d"], s["layers"], s["heads"], s["ff"]).to(device)
+    ctx.say(f"Model on {device}: {count_params(model):,} parameters; preparing the dataset")
+    blocks = preprocess_corpus(ctx, 0.33 * total, s["vocab"], s["seq"])
+    data = torch.as_tensor(blocks, device=device)
+    ctx.say(f"Training for up to {ctx.left():.1f} s (max_time)")
+    train_lm(ctx, torch, device, model, data, ctx.until, save_every_s=(0.8, 1.6, 2.4) if ctx.cpu else (3.0, 6.0, 9.0))
+
+
+def fetch(url: str, dest: str) -> int:
+    """Download ``url`` to ``dest`` with urllib and a progress bar (where curl and wget are missing)."""
+    print(f"Downloading {url} to {dest}", flush=True)
+    with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:
+        total = int(resp.headers.get("Content-Length", 0))
+        bar = Progress(-(-total // 2**20), Path(dest).name, unit="MiB")
+        while chunk := resp.read(2**20):
+            out.write(chunk)
+            bar.update(1)
+        bar.close()
+    return 0
+
+
 PROGRAMS = {
     "healthy": job_healthy,
     "loader_starved": job_loader_starved,
@@ -1206,6 +1567,13 @@ PROGRAMS = {
     "prep_then_checkpoint": job_prep_then_checkpoint,
     "pip_then_train": job_pip_then_train,
     "cuda_oom": job_cuda_oom,
+    "healthy_long": job_healthy_long,
+    "remote_data_read": job_remote_data_read,
+    "external_data_usage": job_external_data_usage,
+    "host_gpu_transfer": job_host_gpu_transfer,
+    "unreleased_long": job_unreleased_long,
+    "cuda_visible_empty": job_cuda_visible_empty,
+    "mixture": job_mixture,
 }
 
 
@@ -1370,6 +1738,114 @@ class ExporterScraper(threading.Thread):
             self.stopping.wait(max(0.0, 1.0 - (time.time() - t)))
 
 
+class DataServer:
+    """The recorder's local HTTP data server on 127.0.0.1, standing in for remote storage: training
+    shards (``/train/shard-NNNNN.bin``) and a dataset file (``/datasets/images-<side>px-<n>.npy``),
+    each sent at a limited rate after a wait for the first byte. Its request log, in http.server's
+    format, goes to ``access.log``, and each request's times to ``requests.jsonl``."""
+
+    def __init__(self, folder: Path, cpu: bool):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.sizes = remote_sizes(cpu)
+        self.shards = [shard_images(k, self.sizes) for k in range(4)]
+        mb = 1e6
+        self.shard_rate = (5 * mb, 10 * mb) if cpu else (150 * mb, 300 * mb)
+        self.download_rate = 20 * mb if cpu else 100 * mb
+        self.lock = threading.Lock()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.access = (folder / "access.log").open("a", encoding="utf-8")
+        self.requests = (folder / "requests.jsonl").open("a", encoding="utf-8")
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                owner.serve(self)
+
+            def log_message(self, format: str, *args: object) -> None:
+                with owner.lock:
+                    owner.access.write(f"{self.address_string()} - - [{self.log_date_time_string()}] {format % args}\n")
+                    owner.access.flush()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def image_bytes(self) -> int:
+        return 3 * self.sizes["size"] ** 2
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "shard_images": self.sizes["shard"],
+            "image": f"{self.sizes['size']}x{self.sizes['size']} uint8, 3 channels, class = index % {self.sizes['classes']}",
+            "shard_rate_bytes_per_s": list(self.shard_rate),
+            "shard_first_byte_s": "0.03, plus 0.8-1.5 for about one shard in ten",
+            "download_rate_bytes_per_s": self.download_rate,
+            "access_log": "server/access.log",
+            "requests": "server/requests.jsonl",
+        }
+
+    def serve(self, handler) -> None:
+        start = time.time()
+        shard = re.fullmatch(r"/train/shard-(\d{5})\.bin", handler.path)
+        dataset = re.fullmatch(r"/datasets/images-(\d+)px-(\d+)\.npy", handler.path)
+        if shard:
+            k = int(shard[1])
+            rng = random.Random(k)
+            rate = rng.uniform(*self.shard_rate)
+            wait = 0.03 + (rng.uniform(0.8, 1.5) if rng.random() < 0.1 else 0.0)
+            head, block, total = b"", self.shards[k % len(self.shards)], len(self.shards[0])
+        elif dataset and int(dataset[1]) == self.sizes["size"]:
+            import io
+
+            import numpy as np
+
+            n = int(dataset[2])
+            buf = io.BytesIO()
+            np.lib.format.write_array_header_1_0(
+                buf, {"descr": "|u1", "fortran_order": False, "shape": (n, 3, self.sizes["size"], self.sizes["size"])}
+            )
+            rate, wait = self.download_rate, 0.05
+            head, block, total = buf.getvalue(), self.shards[0], n * self.image_bytes()
+        else:
+            handler.send_error(404)
+            return
+        time.sleep(wait)
+        sent, error = 0, None
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/octet-stream")
+            handler.send_header("Content-Length", str(len(head) + total))
+            handler.end_headers()
+            first = time.time()
+            handler.wfile.write(head)
+            view, size = memoryview(block), max(4096, min(2**18, int(rate / 100)))
+            while sent < total:
+                piece = view[sent % len(block) :][: min(size, total - sent)]
+                ahead = first + (sent + len(piece)) / rate - time.time()  # a piece leaves when the rate allows it
+                if ahead > 0:
+                    time.sleep(ahead)
+                handler.wfile.write(piece)
+                sent += len(piece)
+        except OSError as exc:
+            error = repr(exc)
+        row = {"path": handler.path, "start": start, "end": time.time(), "bytes": len(head) + sent, "rate": rate, "wait": wait}
+        if error:
+            row["error"] = error
+        with self.lock:
+            self.requests.write(json.dumps(row) + "\n")
+            self.requests.flush()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.access.close()
+        self.requests.close()
+
+
 def capture(
     argv: list[str], timeout: float = 20, env: dict[str, str] | None = None, stdout_only: bool = False
 ) -> tuple[int | None, str]:
@@ -1487,7 +1963,8 @@ def record(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="gpu-recording-", dir=args.scratch))
     budget_end = t0 + args.budget
     scale = args.duration_scale if args.duration_scale else (0.3 if args.cpu else 1.0)
-    selected = [j for j in JOBS if not args.only or j.name in args.only.split(",")]
+    only = [name for name in args.only.split(",") if name]
+    selected = [j for j in JOBS if j.name in only] if only else [j for j in JOBS if j.default]
     env = dict(os.environ, TZ="UTC", PYTHONUNBUFFERED="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
     say = lambda msg: print(f"[record {time.time() - t0:6.1f}s] {msg}", flush=True)
 
@@ -1526,6 +2003,14 @@ def record(args: argparse.Namespace) -> int:
         else:
             gpu_index = int(gpus[0][0]) if gpus and gpus[0][0].isdigit() else 0
     machine.update(node=node, gpu_index=gpu_index)
+    machine["download_tools"] = {
+        tool: capture([tool, "--version"], timeout=10)[1].strip().splitlines()[0] if shutil.which(tool) else None
+        for tool in ("curl", "wget")
+    }
+    server = None
+    if any(j.data_server for j in selected):
+        server = DataServer(tree / "server", args.cpu)
+        say(f"data server on {server.url}")
 
     # -- samplers
     samplers: list[Sampler] = []
@@ -1630,6 +2115,8 @@ def record(args: argparse.Namespace) -> int:
         log_path = tree / "logs" / f"{job}.log"
         phases_path = tree / "phases" / f"{job}.jsonl"
         job_env = dict(env, **spec.env)
+        if server is not None:
+            job_env["REC_DATA_URL"] = server.url
         stamp = spec.log_style == "collector"
         steps = []
         runner_phases = []
@@ -1682,10 +2169,39 @@ def record(args: argparse.Namespace) -> int:
                     }
                 )
                 job_env = dict(job_env, PYTHONPATH=str(target))
+            elif spec.name == "external_data_usage" and server is not None:
+                n = max(server.sizes["shard"], int(0.4 * seconds * server.download_rate / server.image_bytes()))
+                name = f"images-{server.sizes['size']}px-{n}.npy"
+                url = f"{server.url}/datasets/{name}"
+                dest = scratch / "datasets" / name
+                dest.parent.mkdir(exist_ok=True)
+                if shutil.which("curl"):
+                    tool, argv = "curl", ["curl", "--fail", "-o", str(dest), url]
+                elif shutil.which("wget"):
+                    tool, argv = "wget", ["wget", "--progress=dot:giga", "-O", str(dest), url]
+                else:
+                    tool, argv = "urllib", [sys.executable, "-u", str(HERE), "--fetch", url, str(dest)]
+                step = run_step(argv, job_env, log, stamp, hard, scratch)
+                steps.append(step)
+                runner_phases.append(
+                    {
+                        "name": f"download {name} ({tool})",
+                        "cause": "external_data_usage",
+                        "start": step["start"],
+                        "end": step["end"],
+                        "detail": {
+                            "returncode": step["returncode"],
+                            "tool": tool,
+                            "url": url,
+                            "bytes": dest.stat().st_size if dest.exists() else 0,
+                        },
+                    }
+                )
+                job_env = dict(job_env, REC_DATASET=str(dest))
             if steps and steps[-1]["returncode"] != 0:
                 pass  # as a job script under `set -e`: a failed install ends the job
-            elif spec.name == "unreleased":
-                train_until = start + 0.5 * seconds
+            elif spec.tail_sleep_share:
+                train_until = start + (1 - spec.tail_sleep_share) * seconds
                 steps.append(run_step(program + ["--until", repr(train_until)], job_env, log, stamp, hard, HERE.parent))
                 pause = max(1.0, until - time.time())
                 step = run_step(["sleep", f"{pause:.1f}"], job_env, log, stamp, hard, HERE.parent)
@@ -1704,7 +2220,7 @@ def record(args: argparse.Namespace) -> int:
             else:
                 steps.append(run_step(program + ["--until", repr(until)], job_env, log, stamp, hard, HERE.parent))
         end = time.time()
-        if spec.name == "cpu_fallback":
+        if spec.env.get("CUDA_VISIBLE_DEVICES") == "":
             runner_phases.append(
                 {
                     "name": "whole job (GPU allocated, computing on the CPU)",
@@ -1765,6 +2281,8 @@ def record(args: argparse.Namespace) -> int:
         scraper.join(timeout=3)
         signals["dcgm_exporter_scrape_count"] = scraper.count
     shutil.rmtree(scratch, ignore_errors=True)
+    if server is not None:
+        server.stop()
 
     # -- jobs file, planted.json, summary
     rows = sorted(r for path in csv_paths for r in parse_smi(path))
@@ -1799,6 +2317,7 @@ def record(args: argparse.Namespace) -> int:
             baseline_before_first_job=baseline,
             readings=len(rows),
         ),
+        **({"data_server": server.describe()} if server is not None else {}),
         "jobs_file": "jobs.csv",
         "progress_bars": progress_kind(),
         "jobs": records,
@@ -1861,7 +2380,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", choices=sorted(PROGRAMS), help=argparse.SUPPRESS)
     parser.add_argument("--phases", help=argparse.SUPPRESS)
     parser.add_argument("--until", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--fetch", nargs=2, metavar=("URL", "DEST"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.fetch:
+        return fetch(*args.fetch)
     if args.probe:
         info = probe()
         print(json.dumps(info))
@@ -1870,7 +2392,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_program(args)
     if args.list:
         for j in JOBS:
-            print(f"{j.name:22s} {j.seconds:4.0f} s  {','.join(j.causes) or '-'}\n    {j.description}")
+            tag = "" if j.default else "  (only with --only)"
+            print(f"{j.name:22s} {j.seconds:4.0f} s  {','.join(j.causes) or '-'}{tag}\n    {j.description}")
         return 0
     if not args.out:
         parser.error("--out is required when $OUT is not set")
