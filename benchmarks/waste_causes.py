@@ -89,6 +89,16 @@ def named_causes(trace: Trace) -> tuple[dict[str, set[str]], dict[str, float]]:
     return named, headline
 
 
+def report_job(job: str, named: dict[str, set[str]]) -> str:
+    """The report's name for a truth job: the same, or for a pod of a Kubernetes Job or
+    training job, the owner the report groups its pods under (``ns/train`` for ``ns/train-x7k2p``)."""
+    if job in named or "/" not in job:
+        return job
+    namespace, pod = job.split("/", 1)
+    owners = [name for name in named if name.startswith(f"{namespace}/") and pod.startswith(name.split("/", 1)[1] + "-")]
+    return max(owners, key=len, default=job)
+
+
 def score(traces: list[Trace]) -> tuple[dict[str, Counter[str]], list[tuple[str, str, float, float]]]:
     """Per category: planted, named, both (over low jobs); and each headline share, truth vs report."""
     counts: dict[str, Counter[str]] = {}
@@ -96,7 +106,7 @@ def score(traces: list[Trace]) -> tuple[dict[str, Counter[str]], list[tuple[str,
     for trace in traces:
         named, headline = named_causes(trace)
         for job in trace.low:
-            truth, found = trace.planted.get(job, set()), named.get(job, set())
+            truth, found = trace.planted.get(job, set()), named.get(report_job(job, named), set())
             for cause in truth | found:
                 tally = counts.setdefault(cause, Counter())
                 tally["planted"] += cause in truth

@@ -105,8 +105,17 @@ def _reading(name: str, labels: dict[str, str], ts: float, value: str, where: st
         gpu, number = int(labels["gpu"]), float(value)
     except ValueError as exc:
         raise InputError(f"{where}: {name}: not a number: {exc}") from exc
-    job = labels.get("hpc_job") or (f"{labels.get('namespace', '')}/{labels['pod']}" if labels.get("pod") else "")
+    job = labels.get("hpc_job") or _pod(labels)
     return Reading(node, gpu, job, ts, name, number, labels.get("modelName", ""))
+
+
+def _pod(labels: dict[str, str]) -> str:
+    """``namespace/pod`` of the workload: a Prometheus that scraped the exporter keeps its own
+    ``namespace``/``pod`` labels and renames the workload's ``exported_namespace``/``exported_pod``."""
+    for prefix in ("exported_", ""):
+        if labels.get(f"{prefix}pod") and "dcgm-exporter" not in labels[f"{prefix}pod"]:  # not the exporter itself
+            return f"{labels.get(f'{prefix}namespace', '')}/{labels[f'{prefix}pod']}"
+    return ""
 
 
 def _labels(text: str, source: str, number: int) -> dict[str, str]:
