@@ -31,7 +31,7 @@ class Transaction:
     def insert(self, table: str, values: dict[str, Any]) -> int:
         """Insert one row; its id."""
         columns = ", ".join(f'"{name}"' for name in values)
-        sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders(values)})"
+        sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders(list(values))})"
         if not self.postgres:
             self._execute(sql, tuple(values.values()))
             return int(self.cursor.lastrowid)
