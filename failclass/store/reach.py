@@ -57,7 +57,7 @@ def reaching(url: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        loaded = {sys.modules[name]: root for name, root in ERRORS.items() if name in sys.modules}
+        loaded = {module: root for name, root in ERRORS.items() if (module := sys.modules.get(name)) is not None}
         if any(isinstance(exc, module.IntegrityError) for module in loaded):
             raise
         if isinstance(exc, (MigrationFailed, OSError, *(getattr(module, root) for module, root in loaded.items()))):
