@@ -19,6 +19,7 @@ sequence whole.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -55,7 +56,7 @@ class Recorded:
     duplicate: bool
 
 
-class Records:
+class Records(ABC):
     """Reporting attempts and judging submissions. A subclass says how to get a
     connection of ``driver`` (the DB-API module), whether it is PostgreSQL, and may turn
     the driver's errors into its own."""
@@ -64,8 +65,9 @@ class Records:
     postgres: bool
     _local_lock: threading.Lock
 
+    @abstractmethod
     def _connection(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+        """A connection of ``driver``, for one transaction."""
 
     def _driver_errors(self) -> AbstractContextManager[None]:
         """Where the driver's errors leave this class."""
