@@ -9,10 +9,12 @@ rules are read from their YAML files and compiled, Hyperscan included, then cach
 new job of a new user, on a store created and migrated before the first round; Python's
 bytecode is compiled by that first run too (as pip compiles an installed package's).
 It prints a Markdown table: median, min and max wall time over the rounds, the median
-as a multiple of `import sqlalchemy`'s, and the largest peak RSS of a run. It
+as a multiple of `import sqlalchemy`'s, and the largest peak RSS of a run; with
+--readme it writes the table into the README (between its hook_latency markers). It
 measures; it asserts no timing.
 
-    python benchmarks/hook_latency.py [--runs 15] [--log samples/<name>.log]
+    python benchmarks/hook_latency.py [--runs 15] [--log samples/<name>.log] [--readme]
+    python benchmarks/hook_latency.py --database-url postgresql+psycopg://...   # a store of one's own
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from readme import write_between
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "gpu_oom--nccl_p2p_setup_cuda_oom.log"
@@ -69,6 +73,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15, help="rounds (each command runs once per round)")
     parser.add_argument("--log", type=Path, default=SAMPLE, help="the attempt's log")
+    parser.add_argument("--database-url", help="the store (default: a SQLite file of this run's own)")
+    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hook-latency-"))
     cache = work / "cache"
@@ -77,7 +83,8 @@ def main() -> None:
     # once, as an installed package has it
     env |= {"FAILCLASS_CACHE_DIR": str(cache), "FAILCLASS_RULES_DIR": "", "XDG_DATA_HOME": str(work / "data")}
     env |= {"PYTHONPYCACHEPREFIX": str(work / "bytecode")}
-    store = f"sqlite:///{work / 'failclass.db'}"
+    store = args.database_url or f"sqlite:///{work / 'failclass.db'}"
+    run = f"{os.getpid()}-{int(time.time())}"  # new jobs, in a store of one's own too
 
     def decide(job: str) -> list[str]:
         facts = ["--job-id", job, "--attempt", "1", "--user", job, "--gpus", "8", "--node", "gpu-07"]
@@ -92,14 +99,14 @@ def main() -> None:
         "cold": Figures("`hook decide`, cold cache"),
         "warm": Figures("`hook decide`, warm cache"),
     }
-    first = timed(decide_in("bench-setup"), env, ROOT)  # creates and migrates the store
+    first = timed(decide_in(f"bench-setup-{run}"), env, ROOT)  # creates and migrates the store
     load_before = os.getloadavg()
     for index in range(args.runs):
         runs = {
             "pass": [sys.executable, "-c", "pass"],
             "sqlalchemy": [sys.executable, "-c", "import sqlalchemy"],
-            "cold": decide_in(f"bench-cold-{index}"),
-            "warm": decide_in(f"bench-warm-{index}"),
+            "cold": decide_in(f"bench-cold-{run}-{index}"),
+            "warm": decide_in(f"bench-warm-{run}-{index}"),
         }
         for key, command in runs.items():
             if key == "cold":
@@ -111,16 +118,26 @@ def main() -> None:
             rows[key].peak_mib.append(peak)
     load_after = os.getloadavg()
     shutil.rmtree(work, ignore_errors=True)
-    print(f"`hook decide` on a local SQLite store, log `{args.log.name}` (exit {first[2]}), {args.runs} rounds;")
-    print(
+    dialect = store.split(":", 1)[0].split("+", 1)[0]
+    kind = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}.get(dialect, dialect)
+    what = (
+        f"`hook decide` on a local {kind} store, log `{args.log.name}` (exit {first[2]}), {args.runs} rounds; "
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after.\n"
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after."
     )
-    print("| command | median s | min s | max s | median / `import sqlalchemy` | peak RSS MiB |")
-    print("|---|---:|---:|---:|---:|---:|")
+    lines = [
+        what,
+        "",
+        "| command | median s | min s | max s | median / `import sqlalchemy` | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     unit = statistics.median(rows["sqlalchemy"].seconds)
-    for figures in rows.values():
-        print(figures.row(unit))
+    lines += [figures.row(unit) for figures in rows.values()]
+    print("\n".join(lines))
+    warm = statistics.median(rows["warm"].seconds)
+    print(f"\nwarm median {warm:.3f} s, {warm / unit:.2f} times `import sqlalchemy` ({unit:.3f} s)")
+    if args.readme:
+        write_between("hook_latency", ["Written by `benchmarks/hook_latency.py --readme`:", "", *lines])
 
 
 def _answer(said: str) -> tuple[str, str]:

@@ -17,8 +17,8 @@ from failclass.history import Failure, History, PriorAttempt
 from failclass.policy.config import PolicyConfig
 from failclass.policy.decide import admit, decide, history_needs, implicated_inputs
 
-if TYPE_CHECKING:  # the store (SQLAlchemy) loads only where a use case records something
-    from failclass.store.repository import Recorded, RequestIdentity, Store
+if TYPE_CHECKING:  # the store loads only where a use case records something
+    from failclass.store.records import Recorded, Records, RequestIdentity
 
 
 def failure_of(examined: Examination) -> Failure:
@@ -28,7 +28,7 @@ def failure_of(examined: Examination) -> Failure:
 
 
 def report_attempt(
-    store: Store,
+    store: Records,
     attempt: Attempt,
     examined: Examination,
     config: PolicyConfig,
@@ -74,7 +74,7 @@ def decide_without_history(attempt: Attempt, examined: Examination, config: Poli
     return {"classification": classification, **decision.to_dict(classification["evidence"])}
 
 
-def admit_submission(store: Store, attempt: Attempt, config: PolicyConfig, now: datetime | None = None) -> dict[str, Any]:
+def admit_submission(store: Records, attempt: Attempt, config: PolicyConfig, now: datetime | None = None) -> dict[str, Any]:
     """{"action": "admit"}, or the rejection or hold (recorded) that stops the submission."""
 
     def judge(history: History, expected: Sequence[str]) -> Decision | None:

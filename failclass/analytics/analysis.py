@@ -60,7 +60,7 @@ class StoreSource:
 
 def database_label(url: str) -> str:
     """The database a report read, without its password."""
-    from failclass.store.database import masked
+    from failclass.store.reach import masked
 
     return "store " + masked(url)
 

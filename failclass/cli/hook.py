@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from failclass.attempts import STATUSES, Attempt
+from failclass.attempts import STATUSES, Attempt, InvalidAttempt
 from failclass.cli.common import classifier as build_classifier
 from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError, ServiceRefused
 from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import LocalBackend, exit_code
+from failclass.hook.facts import InvalidFacts, attempt_of
 from failclass.inbound import UnreadableJson, encodable, read_json
 from failclass.limits import LIMITS
 from failclass.policy.config import load_policy
@@ -112,8 +113,8 @@ def read_facts(facts: Any) -> dict[str, Any]:
 
 def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: Backend) -> Attempt:
     """The facts and the options (which win), checked as the service checks a request
-    (failclass.service.schemas.AttemptIn: types, ranges the store holds, no NUL);
-    every problem is a usage error (exit 2)."""
+    (failclass.service.schemas.AttemptIn: types, ranges the store holds, no NUL; see
+    failclass.hook.facts); every problem is a usage error (exit 2)."""
     merged = {**facts, **{k: v for k, v in options.items() if v not in (None, ())}}
     if "attempt_no" in merged:
         merged["attempt"] = merged.pop("attempt_no")
@@ -132,18 +133,9 @@ def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: Backend
         raise click.UsageError("the attempt needs --job-id and --user (or both in --facts)")
     if not merged.get("attempt"):
         merged["attempt"] = chosen.next_attempt(str(merged["job_id"]))
-    from pydantic import ValidationError
-
-    from failclass.service.schemas import AttemptIn  # the service's own check, loaded when used
-
     try:
-        checked = AttemptIn.model_validate(merged)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise click.UsageError(f"invalid attempt facts: {problems}") from None
-    try:
-        attempt = checked.to_attempt()
-    except ValueError as exc:
+        attempt = attempt_of(merged)
+    except (InvalidFacts, InvalidAttempt) as exc:
         raise click.UsageError(f"invalid attempt facts: {exc}") from None
     return dataclasses.replace(
         attempt,
@@ -190,7 +182,7 @@ class BackendChoice:
             from failclass.hook.remote import RemoteBackend  # httpx loads only for a remote service
 
             return RemoteBackend(self.service_url, self.api_token(), self.timeout, classifier, policy)
-        from failclass.store.repository import default_database_url
+        from failclass.store.reach import default_database_url
 
         return LocalBackend(self.database_url or default_database_url(), classifier, policy)
 

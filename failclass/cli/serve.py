@@ -79,7 +79,8 @@ def check_before_serving() -> None:
 
     from failclass.service.auth import load_tokens, too_open
     from failclass.service.settings import Settings
-    from failclass.store.database import UNAVAILABLE, cause, masked
+    from failclass.store.database import UNAVAILABLE
+    from failclass.store.reach import cause, masked
     from failclass.store.repository import Store
 
     try:
@@ -113,8 +114,9 @@ def db() -> None:
 @needs(reaches=("postgres",))
 def db_upgrade(database_url: str | None) -> None:
     """Apply the schema migrations (the service also does at start)."""
-    from failclass.store.database import default_database_url, masked, open_engine, reaching
+    from failclass.store.database import open_engine
     from failclass.store.migrate import current
+    from failclass.store.reach import default_database_url, masked, reaching
 
     url = database_url or default_database_url()
     engine = open_engine(url)

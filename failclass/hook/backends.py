@@ -36,7 +36,7 @@ from failclass.policy.config import PolicyConfig
 from failclass.usecases import admit_submission, decide_without_history, report_attempt
 
 if TYPE_CHECKING:
-    from failclass.store.repository import Store
+    from failclass.store.records import Records
 
 EXIT_CODES = {
     "retry": 10,
@@ -69,16 +69,17 @@ class LocalBackend:
     policy: PolicyConfig
 
     @cached_property
-    def store(self) -> Store:
-        """Opened (and migrated) once per process, on first use."""
-        from failclass.store.repository import Store
+    def store(self) -> Records:
+        """Opened (and migrated) once per process, on first use; by the database driver
+        alone where it can be (failclass.store.direct: the hook runs once per job)."""
+        from failclass.store.direct import open_records
 
-        return Store.open(self.database_url)
+        return open_records(self.database_url)
 
     @contextmanager
-    def _store(self) -> Iterator[Store]:
+    def _store(self) -> Iterator[Records]:
         """The store; what goes wrong opening or using it is StoreUnavailable."""
-        from failclass.store.database import reaching
+        from failclass.store.reach import reaching
 
         with reaching(self.database_url):
             yield self.store
@@ -96,7 +97,7 @@ class LocalBackend:
 
     def next_attempt(self, job_id: str) -> int:
         with self._store() as store:
-            return max((a["attempt"] for a in store.job(job_id)), default=0) + 1
+            return store.last_attempt(job_id) + 1
 
     def admit(self, attempt: Attempt) -> HookAnswer:
         with self._store() as store:

@@ -2,7 +2,8 @@
 each named by a hash of what it was built from, so that a start whose rules have not
 changed reads them back instead of building them: the Hyperscan databases
 (failclass.matching.matcher, .structure) and the validated rule set
-(failclass.matching.rules).
+(failclass.matching.rules); besides them, the JSON Schema the scheduler hook checks
+attempt facts against (failclass.hook.facts).
 
 Best effort both ways: a file that is missing, unreadable or damaged (each carries the
 SHA-256 of its contents) is ignored and rebuilt, and a folder that cannot be written

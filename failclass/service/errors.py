@@ -13,7 +13,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from failclass.store.database import UNAVAILABLE, cause
+from failclass.store.database import UNAVAILABLE
+from failclass.store.reach import cause
 
 log = logging.getLogger("failclass.service")
 CODES = {

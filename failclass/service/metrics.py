@@ -43,8 +43,9 @@ from failclass import __version__
 from failclass.attempts import Attempt
 from failclass.classifier import Classification
 from failclass.policy.config import NodePolicy
-from failclass.store.database import Database, cause
+from failclass.store.database import Database
 from failclass.store.models import BlacklistRow, HoldRow, NodeFailureRow
+from failclass.store.reach import cause
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 log = logging.getLogger("failclass.service")

@@ -14,12 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Engine, inspect, text
-
 from failclass.errors import FailclassError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # SQLAlchemy loads where a migration is checked or run, not for HEAD
     from alembic.config import Config
+    from sqlalchemy import Connection, Engine
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 HEAD = "0002"  # the newest revision in migrations/versions (tests/store checks it against Alembic's)
@@ -61,6 +60,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def _postgres_lock(connection: Connection) -> None:
     """Held until the migration's transaction ends (so the next one sees its tables)."""
+    from sqlalchemy import text
+
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": LOCK_KEY})
 
@@ -82,6 +83,8 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
 def current(engine: Engine) -> str | None:
     """The database's revision, None before the first migration (read as Alembic does:
     its version table, if there is one)."""
+    from sqlalchemy import inspect, text
+
     with engine.connect() as connection:
         if not inspect(connection).has_table(VERSION_TABLE):
             return None

@@ -222,24 +222,36 @@ def test_a_duplicate_says_so_and_shows_the_recorded_attempt(service: str, tmp_pa
     assert "duplicate" not in json.loads(sent[0].stdout) and json.loads(sent[1].stdout)["duplicate"] is True
 
 
-def test_decide_on_a_local_store_loads_only_what_it_needs(tmp_path: Path) -> None:
-    """The hook runs once per finished job: on a store already at the newest schema it
-    loads no Alembic, without a service no HTTP client, and for a log an explicit rule
-    explains not the model's numpy (`python -X importtime` lists every module loaded)."""
-    store = f"sqlite:///{tmp_path / 'f.db'}"
-    assert decide(store, "--job-id", "j-0", "--user", "alice", "--log", str(SYNTAX)).returncode == 13  # creates the store
-    command = [sys.executable, "-X", "importtime", "-m", "failclass.cli", "hook", "decide", "--database-url", store]
+# What a decision on a local store must not load: the ORM and migrations (the driver
+# records), pydantic (the facts are checked against their cached schema), the service,
+# an HTTP client, the model's numpy (for a log a rule explains) and the training stack.
+HEAVY = {"sqlalchemy", "alembic", "pydantic", "pydantic_core", "fastapi", "httpx", "numpy", "sklearn", "torch"}
+
+
+def test_decide_on_a_local_store_loads_only_what_it_needs(database_url: str, tmp_path: Path) -> None:
+    """The hook runs once per finished job: on a store already at the newest schema, with
+    the rules and the facts' schema cached by the run before, it loads the database driver
+    and Hyperscan and nothing of HEAVY, on SQLite and on PostgreSQL (`python -X importtime`
+    lists every module loaded)."""
+    env = {**os.environ, "FAILCLASS_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "failclass.cli", "hook", "decide", "--database-url", database_url]
+    first = [*command, "--job-id", "j-0", "--user", "alice", "--log", str(SYNTAX)]  # migrates the store, fills the cache
+    assert subprocess.run(first, capture_output=True, cwd=ROOT, env=env, check=False).returncode == 13
     done = subprocess.run(
-        [*command, "--job-id", "j-1", "--user", "bob", "--log", str(SYNTAX)],
+        [sys.executable, "-X", "importtime", *command[1:], "--job-id", "j-1", "--user", "bob", "--log", str(SYNTAX)],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env=env,
         check=False,
     )
     assert done.returncode == 13 and done.stdout.startswith("no_retry: syntax_error"), done.stderr[-2000:]
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "failclass.store.repository" in loaded and "hyperscan" in loaded
-    assert not loaded & {"alembic", "httpx", "numpy"}
+    driver = "psycopg" if database_url.startswith("postgresql") else "sqlite3"
+    assert {"failclass.store.direct", driver, "hyperscan"} <= loaded
+    assert not loaded & HEAVY, sorted(loaded & HEAVY)
+    (recorded,) = Store.open(database_url).job("j-1")
+    assert recorded["user"] == "bob" and recorded["decision"] is not None and recorded["decision"]["action"] == "no_retry"
 
 
 def test_the_hook_on_a_service_needs_no_home(service: str, tmp_path: Path) -> None:
