@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from readme_table import write_readme_table
+from readme import write_between
 
 from failclass.classifier import Classifier
 from failclass.matching.rules import RuleSet, load_rules
@@ -274,8 +274,8 @@ def report(ruleset: RuleSet, patterns: dict[str, Path], rows: dict[str, dict], r
     (RESULTS / "engine.json").write_text(json.dumps(rows, indent=2))
     if readme is not None:
         what = f"{full['files']} logs, {full['mb']:.0f} MB; {len(ruleset.rules)} rules"
-        write_readme_table(
-            "engine_throughput", f"Written by `benchmarks/engine_throughput.py --readme` ({readme}: {what}):", table
+        write_between(
+            "engine_throughput", [f"Written by `benchmarks/engine_throughput.py --readme` ({readme}: {what}):", "", *table]
         )
 
 

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from readme_table import write_readme_table
+from readme import write_between
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIASES = {"inefficient_host_gpu_data_transfer": "inefficient_host_gpu_transfer"}
@@ -145,7 +145,7 @@ def main() -> None:
     print("\n".join(rows))
     if args.readme is not None:
         heading = f"Written by `benchmarks/waste_causes.py --readme` ({args.readme}):"
-        write_readme_table(args.name, heading, rows)
+        write_between(args.name, [heading, "", *rows])
 
 
 if __name__ == "__main__":

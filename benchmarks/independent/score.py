@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from readme_table import write_readme_table
+from readme import write_between
 
 from failclass.classifier import Classifier
 from failclass.matching.rules import load_rules
@@ -126,7 +126,7 @@ def main() -> None:
         heading = (
             f"Written by `benchmarks/independent/score.py --readme` ({args.readme}; model {'off' if args.no_model else 'on'}):"
         )
-        write_readme_table("independent_score", heading, readme_rows(results))
+        write_between("independent_score", [heading, "", *readme_rows(results)])
 
 
 if __name__ == "__main__":
