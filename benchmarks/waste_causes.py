@@ -38,6 +38,7 @@ class Trace:
     name: str
     signals: list[Path]
     jobs_file: Path
+    logs: Path | None
     planted: dict[str, set[str]]
     low: set[str]
     headline: dict[str, float] = field(default_factory=dict)
@@ -58,20 +59,21 @@ def read_trace(folder: Path) -> Trace:
         (jobs_file,) = sorted((folder / "jobs").iterdir())
         signals = sorted((folder / "metrics").iterdir())
         low = {j["job"] for j in jobs if j["low_utilisation"]}
-        return Trace(folder.name, signals, jobs_file, planted, low, headline)
+        return Trace(folder.name, signals, jobs_file, folder / "logs", planted, low, headline)
     planted_doc = json.loads((folder / "planted.json").read_text())
     planted = {j["job"]: set(j["causes"]) for j in planted_doc["jobs"]}
     if "machine" in planted_doc:  # a real recording: every job with a planted cause is one to explain
         signals = sorted((folder / "signals").glob("*--nvidia-smi-lms200*.csv"))
     else:  # failclass's own generator
         signals = [folder / "samples.parquet"]
-    return Trace(folder.name, signals, folder / "jobs.csv", planted, {job for job, causes in planted.items() if causes})
+    return Trace(folder.name, signals, folder / "jobs.csv", None, planted, {job for job, causes in planted.items() if causes})
 
 
 def named_causes(trace: Trace) -> tuple[dict[str, set[str]], dict[str, float]]:
     """Each job's causes as the report names them, and the report's headline shares."""
     command = [sys.executable, "-m", "failclass", "waste", "report", "--jobs", str(trace.jobs_file), "--format", "json"]
-    done = subprocess.run([*command, *map(str, trace.signals)], capture_output=True, text=True, cwd=ROOT)
+    command += ["--logs", str(trace.logs)] if trace.logs else []
+    done = subprocess.run([*command, *map(str, trace.signals)], check=False, capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"{trace.name}: waste report exited {done.returncode}: {done.stderr.strip()[-500:]}")
     report = json.loads(done.stdout)

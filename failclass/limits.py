@@ -26,6 +26,7 @@ class Limits:
     batch_in_memory_bytes: int = 64 << 20  # a batch member read whole; larger ones stream
     waste_text_bytes: int = 1 << 30  # a text signal file (larger series belong in Parquet)
     waste_jobs_file_bytes: int = 256 << 20
+    waste_log_files: int = 100_000  # in a --logs folder
     waste_log_lines: int = 200_000  # evidence and loss lines kept from one job's log
     waste_line_chars: int = 4096  # of each of them
     container_log_lines: int = 20_000  # of a failed container's log, the end the controller reads

@@ -29,6 +29,12 @@ def waste() -> None:
     "or CSV / sacct -P / JSON Lines with job, user, cluster, kind, gpus (node:indices or a count beside nodes), start, end, log.",
 )
 @click.option(
+    "--logs",
+    "logs_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of the jobs' logs, for jobs whose jobs file names none: slurm-<job>.out, <namespace>_<pod>.log, <job>.log.",
+)
+@click.option(
     "--gpu-memory-mib",
     type=click.FloatRange(min=0, min_open=True),
     help="Memory total (MiB) of GPUs whose readings give none and whose model the GPU table lacks.",
@@ -68,6 +74,7 @@ def report(
     ctx: click.Context,
     signals: tuple[Path, ...],
     jobs_file: Path | None,
+    logs_dir: Path | None,
     gpu_memory_mib: float | None,
     causes_file: Path | None,
     time_limit: float | None,
@@ -90,6 +97,7 @@ def report(
         Thresholds(idle_slot_s=idle_slot, low_util_pct=low),
         time_limit * 3600 if time_limit else None,
         gpu_memory_mib,
+        logs_dir,
     )
     heat = HeatMap() if fmt == "html" else None
     try:

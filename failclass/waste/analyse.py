@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy as np
 from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.causes import CAUSES, Cause, load_causes
 from failclass.waste.explain import explain
+from failclass.waste.joblogs import find_logs
 from failclass.waste.formats import read_signals
 from failclass.waste.formats.parquet import iter_parquet
 from failclass.waste.heatmap import HeatMap
@@ -36,6 +37,7 @@ class WasteOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     time_limit_s: float | None = None
     gpu_memory_mib: float | None = None  # the memory total of GPUs whose readings give none
+    logs_dir: Path | None = None  # where the logs of jobs whose jobs file names none are found
 
 
 def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), heat: HeatMap | None = None) -> WasteReport:
@@ -43,6 +45,9 @@ def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), hea
     the heat map filled on the way)."""
     jobs_file = load_jobs(options.jobs_file) if options.jobs_file else None
     jobs = {job.job: job for job in (jobs_file.jobs if jobs_file else [])}
+    if options.logs_dir is not None:
+        found = find_logs(options.logs_dir, (job for job in jobs.values() if job.log is None))
+        jobs.update({name: replace(jobs[name], log=path) for name, path in found.items()})
     causes = load_causes(options.causes_file)
     check = InputCheck(jobs_file, options.gpu_memory_mib)
     check.missing_logs = [name for name, job in jobs.items() if job.log and not job.log.is_file()]
