@@ -16,12 +16,12 @@ import numpy as np
 from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.causes import CAUSES, Cause, load_causes
 from failclass.waste.explain import explain
-from failclass.waste.joblogs import find_logs
 from failclass.waste.formats import read_signals
 from failclass.waste.formats.parquet import iter_parquet
 from failclass.waste.heatmap import HeatMap
 from failclass.waste.inputs import InputCheck
 from failclass.waste.jobfiles import load_jobs, read_jobs
+from failclass.waste.joblogs import find_logs
 from failclass.waste.loss import Convergence, convergence, has_loss
 from failclass.waste.measure import Thresholds, measure
 from failclass.waste.report import IntervalRow, WasteReport, build, interval_rows
