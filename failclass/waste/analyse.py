@@ -121,7 +121,7 @@ def _whole_jobs(batches: Iterator[GpuSamples]) -> Iterator[GpuSamples]:
 def _timeline(job: JobAllocation, causes: Sequence[Cause]) -> Timeline:
     assert job.log is not None
     wanted = [c.log for c in causes if c.log and c.detectable]
-    return read_timeline(job.log, lambda line: has_loss(line) or any(log.matches(line) for log in wanted))
+    return read_timeline(job.log, lambda line: has_loss(line) or any(log.matches(line) for log in wanted), job.start)
 
 
 def _convergence(

@@ -27,6 +27,7 @@ from failclass.yamlload import SafeLoader
 CAUSES = PACKAGE_DATA / "waste" / "causes.yaml"
 DIMENSIONS = ("job", "model", "data", "library")
 WHERE = ("during", "before_idle_to_end", "span", "anywhere")
+UNTIMED = ("never", "start", "end", "anywhere")  # where a line without a time may still count
 MESSAGE = MessageStart(load_prefixes(BUILTIN_DIR / "prefixes.yaml"))
 SERIES = (
     "peak_memory_below_pct",
@@ -45,6 +46,7 @@ class LogEvidence:
     where: str  # during the interval, before an idle run to the job's end, a long span, anywhere
     patterns: tuple[re.Pattern[str], ...]
     min_span_s: float = 0.0
+    untimed: str = "never"  # a line with no time: for an interval at the job's start, at its end, any, none
 
     def matches(self, line: str) -> bool:
         """Whether a pattern finds the line's message: its last carriage-return state, after
@@ -130,4 +132,7 @@ def _log(log: Any, where: str) -> LogEvidence:
             raise ConfigError(f"{where}: pattern {text!r}: {exc}") from exc
         if nested_unbounded(parsed):
             raise ConfigError(f"{where}: pattern {text!r} nests unbounded repeats (catastrophic backtracking)")
-    return LogEvidence(log["where"], tuple(patterns), float(log.get("min_span_s", 0)))
+    untimed = log.get("untimed", "never")
+    if untimed not in UNTIMED:
+        raise ConfigError(f"{where}: log.untimed {untimed!r} is not one of {UNTIMED}")
+    return LogEvidence(log["where"], tuple(patterns), float(log.get("min_span_s", 0)), untimed)

@@ -41,6 +41,8 @@ def explain(
     size = len(names)
     job_end = np.full(size, -np.inf)
     np.maximum.at(job_end, use.job, use.start + use.held_s)
+    job_start = np.full(size, np.inf)
+    np.minimum.at(job_start, use.job, use.start)
     idle_share = np.bincount(use.job, weights=use.idle_s, minlength=size) / np.maximum(
         np.bincount(use.job, weights=use.held_s, minlength=size), 1e-9
     )
@@ -54,6 +56,7 @@ def explain(
             kind=str(iv.kind[row]),
             start=float(iv.start[row]),
             end=float(iv.end[row]),
+            job_start=float(job_start[code]),
             job_end=float(job_end[code]),
             peak_pct=_pct(*peak[(code, int(iv.node[row]), int(iv.gpu[row]))]),
             other_gpus_used=code in used,
@@ -71,6 +74,7 @@ class _Facts:
     kind: str
     start: float
     end: float
+    job_start: float
     job_end: float
     peak_pct: float
     other_gpus_used: bool
@@ -127,21 +131,33 @@ def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None, found:
         return ()
     hits = found.of(cause, timeline)
     where = cause.log.where
+    timed = [h for h in hits if not math.isnan(h.ts)]
     if where == "anywhere":
         chosen = hits
-    elif not timeline.timed:
-        return ()  # an untimed log cannot place a line in the interval
     elif where == "during":
-        chosen = [h for h in hits if facts.start - SLACK_S <= h.ts <= facts.end + SLACK_S]
+        chosen = [h for h in timed if facts.start - SLACK_S <= h.ts <= facts.end + SLACK_S]
     elif where == "before_idle_to_end":
         ends_job = facts.end >= facts.job_end - SLACK_S
-        chosen = [h for h in hits if h.ts <= facts.start + SLACK_S] if ends_job else []
+        chosen = [h for h in timed if h.ts <= facts.start + SLACK_S] if ends_job else []
     else:  # span: first to last matching line lasts long enough and overlaps the interval
-        timed = [h for h in hits if not math.isnan(h.ts)]
         long_enough = timed and timed[-1].ts - timed[0].ts >= cause.log.min_span_s
         overlaps = long_enough and timed[0].ts <= facts.end + SLACK_S and timed[-1].ts >= facts.start - SLACK_S
         chosen = [timed[0], timed[-1]] if overlaps else []
+    if not chosen and where != "anywhere":
+        chosen = _untimed(cause.log.untimed, [h for h in hits if math.isnan(h.ts)], facts)
     return tuple(line.text.strip()[:300] for line in chosen[:MAX_EVIDENCE])
+
+
+def _untimed(rule: str, hits: list[TimedLine], facts: _Facts) -> list[TimedLine]:
+    """Lines without a time (an untimed log, or lines before its first time stamp) that may
+    still explain an interval: one that begins with the job (an install, a download, a
+    preprocessing step, printed before training), one that lasts to its end (a finished run),
+    or any."""
+    if rule == "start" and facts.start <= facts.job_start + SLACK_S:
+        return hits
+    if rule == "end" and facts.end >= facts.job_end - SLACK_S:
+        return hits
+    return hits if rule == "anywhere" else []
 
 
 def _pct(peak: float, total: float) -> float:

@@ -1,8 +1,10 @@
 """A job's log as timed lines, so its messages can be laid over the GPU series.
 
 A line's time is the first date-time in its first 64 characters (``2024-05-01 12:00:00,123``,
-``2024/05/01 12:00:00``, ``2024-05-01T12:00:00.123Z``, Jupyter's ``[I 2024-05-01 ...]``);
-a line without one takes its predecessor's. A log with no time at all cannot be aligned:
+``2024/05/01 12:00:00``, ``2024-05-01T12:00:00.123Z``, Jupyter's ``[I 2024-05-01 ...]``), or
+one without a year where the job's start gives it (glog's ``I0501 12:00:00.123456``,
+detectron2's ``[05/01 12:00:00``, mmengine's ``05/01 12:00:00 -``); a line without one takes
+its predecessor's. A log with no time at all cannot be aligned:
 its lines still count as evidence for the whole job.
 """
 
@@ -21,6 +23,7 @@ from failclass.limits import LIMITS
 from failclass.logs.text import open_log, strip_ansi
 
 _STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
+_NO_YEAR = re.compile(r"(?:^|[\[\s:])(?:[IWEF](\d\d)(\d\d)|(\d\d)/(\d\d)) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\b")
 HEAD = 64
 
 
@@ -44,21 +47,23 @@ class Timeline:
     timed: bool  # whether any line carried a time
 
 
-def read_timeline(path: Path, keep: Callable[[str], bool]) -> Timeline:
-    """The lines of a log that ``keep`` wants, timed; the whole log streams through."""
+def read_timeline(path: Path, keep: Callable[[str], bool], year_of: float = math.nan) -> Timeline:
+    """The lines of a log that ``keep`` wants, timed; the whole log streams through. Times
+    without a year take the year of ``year_of`` (the job's start)."""
     try:
         with open_log(path) as stream:
             text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-            return timeline_of((_plain(line)[: LIMITS.waste_line_chars] for line in text), keep)
+            return timeline_of((_plain(line)[: LIMITS.waste_line_chars] for line in text), keep, year_of)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
 
 
-def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line: True) -> Timeline:
+def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line: True, year_of: float = math.nan) -> Timeline:
     kept: list[TimedLine] = []
     current, timed = math.nan, False
+    year = datetime.fromtimestamp(year_of, UTC).year if math.isfinite(year_of) else None
     for line in lines:
-        stamp = _time(line[:HEAD])
+        stamp = _time(line[:HEAD], year)
         if stamp is not None:
             current, timed = stamp, True
         timed_line = TimedLine(current, line.rstrip("\r\n"))
@@ -67,10 +72,10 @@ def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line:
     return Timeline(tuple(kept), timed)
 
 
-def _time(head: str) -> float | None:
+def _time(head: str, year_hint: int | None = None) -> float | None:
     match = _STAMP.search(head)
     if not match:
-        return None
+        return None if year_hint is None else _time_without_year(head, year_hint)
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
         moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
@@ -79,6 +84,18 @@ def _time(head: str) -> float | None:
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:]))
+    return moment.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def _time_without_year(head: str, year: int) -> float | None:
+    match = _NO_YEAR.search(head)
+    if not match:
+        return None
+    glog_month, glog_day, month, day, hour, minute, second, fraction = match.groups()
+    try:
+        moment = datetime(year, int(glog_month or month), int(glog_day or day), int(hour), int(minute), int(second), tzinfo=UTC)
+    except ValueError:
+        return None
     return moment.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
 
 

@@ -44,9 +44,15 @@ def test_the_same_line_an_hour_away_explains_nothing():
     assert causes_of(samples, [CHECKPOINT]) == [("low_phase", "", ())]
 
 
-def test_an_untimed_log_cannot_place_a_line_inside_an_interval():
-    samples = drop_job()
-    assert causes_of(samples, ["Saving checkpoint at 1 epochs"]) == [("low_phase", "", ())]
+def test_an_untimed_line_counts_only_where_its_cause_allows():
+    """A checkpoint save with no time may explain any low phase of its job; an install with
+    no time only one at the job's start (it was printed before training)."""
+    samples = drop_job()  # its low phase is 30 minutes in
+    assert causes_of(samples, ["Saving checkpoint at 1 epochs"]) == [
+        ("low_phase", "model_checkpointing", ("Saving checkpoint at 1 epochs",))
+    ]
+    install = "Successfully installed numpy-2.4.6 pandas-3.1.1 python-dateutil-4.0.0 tzdata-2026.6"  # waste_logs, recorded
+    assert causes_of(samples, [install]) == [("low_phase", "", ())]
 
 
 def test_a_finished_run_that_keeps_its_gpus_is_an_unreleased_job():

@@ -52,3 +52,22 @@ def test_a_log_without_times_is_untimed_and_a_collector_prefix_is_not_part_of_th
 
 def test_impossible_dates_are_not_times():
     assert not timeline_of(["2024-13-45 99:99:99 not a time"]).timed
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (  # glog, as Caffe prints it (corpora/waste_logs/loss_progress--caffe-glog-solver.log)
+            "I0718 01:35:50.598567 23375 sgd_solver.cpp:105] Iteration 9700, lr = 0.001",
+            "2024-07-18 01:35:50.598567",
+        ),
+        (  # detectron2 (github.com/facebookresearch/detectron2/issues/1563)
+            "[06/09 11:05:25 d2.engine.hooks]: Total training time: 0:01:02 (0:00:00 on hooks)",
+            "2024-06-09 11:05:25",
+        ),
+    ],
+)
+def test_a_time_without_a_year_takes_the_jobs_year(line, expected):
+    timeline = timeline_of([line], year_of=utc("2024-03-01 00:00:00"))
+    assert timeline.timed and timeline.lines[0].ts == pytest.approx(utc(expected), abs=1e-3)
+    assert not timeline_of([line]).timed  # without a job there is no year to give it
