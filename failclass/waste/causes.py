@@ -47,6 +47,7 @@ class LogEvidence:
     patterns: tuple[re.Pattern[str], ...]
     min_span_s: float = 0.0
     untimed: str = "never"  # a line with no time: for an interval at the job's start, at its end, any, none
+    silent_after: bool = False  # before_idle_to_end: a log silent from the interval on counts too
 
     def matches(self, line: str) -> bool:
         """Whether a pattern finds the line's message: its last carriage-return state, after
@@ -135,4 +136,7 @@ def _log(log: Any, where: str) -> LogEvidence:
     untimed = log.get("untimed", "never")
     if untimed not in UNTIMED:
         raise ConfigError(f"{where}: log.untimed {untimed!r} is not one of {UNTIMED}")
-    return LogEvidence(log["where"], tuple(patterns), float(log.get("min_span_s", 0)), untimed)
+    silent_after = log.get("silent_after", False)
+    if not isinstance(silent_after, bool) or (silent_after and log["where"] != "before_idle_to_end"):
+        raise ConfigError(f"{where}: log.silent_after is true or false, and only with where: before_idle_to_end")
+    return LogEvidence(log["where"], tuple(patterns), float(log.get("min_span_s", 0)), untimed, silent_after)

@@ -5,6 +5,7 @@ GPU's series (peak memory against total, the job's other GPUs), with the evidenc
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from failclass.waste.timeline import TimedLine, Timeline
 
 SLACK_S = 60.0  # a log line this close to an interval's edges counts as inside it
 MAX_EVIDENCE = 3
+QUIET_S = 600.0  # a log that went quiet this close before the GPU did, and stayed quiet
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,11 @@ def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None, found:
     elif where == "before_idle_to_end":
         ends_job = facts.end >= facts.job_end - SLACK_S
         chosen = [h for h in timed if h.ts <= facts.start + SLACK_S] if ends_job else []
+        last = timeline.last
+        went_quiet = last is not None and facts.start - QUIET_S <= last.ts <= facts.start + SLACK_S
+        if ends_job and not chosen and cause.log.silent_after and went_quiet:
+            assert last is not None
+            return (f"the log prints nothing after its line at {_iso(last.ts)}: {last.text.strip()[:240]}",)
     else:  # span: first to last matching line lasts long enough and overlaps the interval
         long_enough = timed and timed[-1].ts - timed[0].ts >= cause.log.min_span_s
         overlaps = long_enough and timed[0].ts <= facts.end + SLACK_S and timed[-1].ts >= facts.start - SLACK_S
@@ -158,6 +165,10 @@ def _untimed(rule: str, hits: list[TimedLine], facts: _Facts) -> list[TimedLine]
     if rule == "end" and facts.end >= facts.job_end - SLACK_S:
         return hits
     return hits if rule == "anywhere" else []
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
 def _pct(peak: float, total: float) -> float:

@@ -45,6 +45,7 @@ class TimedLine:
 class Timeline:
     lines: tuple[TimedLine, ...]
     timed: bool  # whether any line carried a time
+    last: TimedLine | None = None  # the log's last line that carried a time
 
 
 def read_timeline(path: Path, keep: Callable[[str], bool], year_of: float = math.nan) -> Timeline:
@@ -60,16 +61,16 @@ def read_timeline(path: Path, keep: Callable[[str], bool], year_of: float = math
 
 def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line: True, year_of: float = math.nan) -> Timeline:
     kept: list[TimedLine] = []
-    current, timed = math.nan, False
+    current, timed, last = math.nan, False, None
     year = datetime.fromtimestamp(year_of, UTC).year if math.isfinite(year_of) else None
     for line in lines:
         stamp = _time(line[:HEAD], year)
+        timed_line = TimedLine(stamp if stamp is not None else current, line.rstrip("\r\n"))
         if stamp is not None:
-            current, timed = stamp, True
-        timed_line = TimedLine(current, line.rstrip("\r\n"))
+            current, timed, last = stamp, True, timed_line
         if len(kept) < LIMITS.waste_log_lines and keep(timed_line.body):
             kept.append(timed_line)
-    return Timeline(tuple(kept), timed)
+    return Timeline(tuple(kept), timed, last)
 
 
 def _time(head: str, year_hint: int | None = None) -> float | None:

@@ -95,3 +95,18 @@ def test_a_short_low_start_before_busy_training_is_no_improper_batch_size():
     start = 1_700_000_000.0
     rows = [("n1", 0, start + 15 * i, 5.0 if i < 20 else 90.0, 2000.0 if i < 20 else 30000.0, TOTAL, "job") for i in range(260)]
     assert causes_of(GpuSamples.from_rows(rows, "t"), []) == [("low_phase", "", ())]
+
+
+def test_a_log_silent_from_an_idle_tail_to_the_end_is_an_unreleased_job_without_a_finish_line():
+    """The run printed its last line, then held its GPU idle to the job's end: whatever the
+    last line's wording, the job no longer used what it held (fairseq's line,
+    github.com/facebookresearch/fairseq/issues/2681)."""
+    last = "2020-10-01 11:52:42 | INFO | train_inner | epoch 001:      2 / 78 loss=0.981, ppl=1.97, wps=2233.4, ups=2.18, wpb=1024, bsz=8, num_updates=2, lr=3.4995e-07, gnorm=0.067, train_wall=0, wall=8"
+    start = 1_601_553_162.0 - 1500  # 11:52:42 UTC: the GPU goes idle just after it
+    rows = [("n1", 0, start + 15 * i, 90.0 if i < 101 else 0.0, 30000.0 if i < 101 else 0.0, TOTAL, "job") for i in range(240)]
+    found = causes_of(GpuSamples.from_rows(rows, "t"), [last])
+    assert found == [
+        ("idle_slot", "unreleased_job", (f"the log prints nothing after its line at 2020-10-01T11:52:42+00:00: {last}",))
+    ]
+    later = [(node, gpu, ts + 1800, *rest) for node, gpu, ts, *rest in rows]  # idle only 30 minutes after its last line
+    assert causes_of(GpuSamples.from_rows(later, "t"), [last])[0][1] == ""
