@@ -5,9 +5,9 @@ GPU's series (peak memory against total, the job's other GPUs), with the evidenc
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 
