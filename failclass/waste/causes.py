@@ -21,7 +21,7 @@ from failclass.matching.patterns import MessageStart, load_prefixes
 from failclass.matching.rules import BUILTIN_DIR
 from failclass.matching.safety import nested_unbounded
 from failclass.resources import PACKAGE_DATA
-from failclass.waste.measure import DROP, IDLE, LOW, NEVER_USED
+from failclass.waste.measure import DROP, IDLE, LOW, NEVER_USED, STEADY
 from failclass.yamlload import SafeLoader
 
 CAUSES = PACKAGE_DATA / "waste" / "causes.yaml"
@@ -38,7 +38,7 @@ SERIES = (
     "job_low",
     "min_phase_share",
 )
-INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW)
+INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW, STEADY)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ Definitions (and the studies they come from):
   a phase) is at or below 50 % without the GPU being idle: a preprocessing step, a data
   loader the GPU waits on, a checkpoint save, a tiny batch for the whole life. Each phase is
   explained on its own; readings in a phase are no sudden drop.
+- Persistently low: a GPU with U_i <= 50 % whose idle slots, drops and low phases cover
+  less than half its time (its dips are shorter than a reading, or it hovers near 50 %):
+  its whole life is one interval, for the causes the series shows as a whole.
 
 A reading stands for the time until the next one of its GPU; the last one, and any gap
 longer than ``max_gap_s`` (missing data, not time held), counts the table's usual interval.
@@ -26,7 +29,7 @@ import numpy as np
 
 from failclass.waste.samples import GpuSamples
 
-IDLE, DROP, LOW, NEVER_USED = "idle_slot", "sudden_drop", "low_phase", "never_used"
+IDLE, DROP, LOW, NEVER_USED, STEADY = "idle_slot", "sudden_drop", "low_phase", "never_used", "persistently_low"
 
 
 @dataclass(frozen=True)
@@ -122,11 +125,14 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
     np.add.at(edges, phases.last + 1, -1)
     in_phase = np.cumsum(edges[:-1]) > 0
     drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds) & ~in_phase, change, dt, thresholds.drop_min_s)
+    covered = sum(np.bincount(segment[r.first], weights=r.seconds, minlength=len(first)) for r in (idle_runs, drops, phases))
+    steady = np.flatnonzero((use.util <= thresholds.low_util_pct) & ~use.never_used & (covered < 0.5 * held))
     parts = [
         _run_intervals(NEVER_USED, table, idle_runs.take(use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(IDLE, table, idle_runs.take(~use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(DROP, table, drops, dt, mem),
         _run_intervals(LOW, table, phases, dt, mem),
+        _segment_intervals(STEADY, use, steady),
     ]
     return Measured(table, use, _intervals(parts), thresholds)
 
@@ -216,6 +222,19 @@ def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, me
         table.ts[runs.last] + dt[runs.last],
         span(cum_util),
         span(cum_mem),
+    )
+
+
+def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
+    return Intervals(
+        np.full(len(rows), kind, dtype=object),
+        use.job[rows],
+        use.node[rows],
+        use.gpu[rows],
+        use.start[rows],
+        use.start[rows] + use.held_s[rows],
+        use.util[rows],
+        use.mem_mean[rows],
     )
 
 

@@ -107,3 +107,12 @@ def test_readings_go_to_the_job_that_held_the_gpu_at_that_time():
     names = [placed.jobs[j] for j in placed.job]
     assert names.count("first") == 10 and names.count("second") == 6  # 160..190 belong to no job: dropped
     assert math.isclose(placed.ts[names.index("second")], 100)
+
+
+def test_a_low_gpu_without_phases_is_persistently_low_over_its_whole_life():
+    """Readings that alternate 20 % and 70 % (dips shorter than a reading's neighbours): no
+    run of low readings, but U_i is 45 %: the GPU's whole life is one interval."""
+    rows = series("a", 0, [(15 * i, 20 if i % 2 else 70, 30000) for i in range(200)])
+    measured = measure(GpuSamples.from_rows(rows, "t"))
+    assert measured.intervals.kind.tolist() == ["persistently_low"]
+    assert (measured.intervals.start[0], measured.intervals.end[0]) == (0, 3000)
