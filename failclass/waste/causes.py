@@ -26,7 +26,7 @@ from failclass.yamlload import SafeLoader
 
 CAUSES = PACKAGE_DATA / "waste" / "causes.yaml"
 DIMENSIONS = ("job", "model", "data", "library")
-WHERE = ("during", "before_idle_to_end", "span", "anywhere")
+WHERE = ("during", "at_edge", "before_idle_to_end", "span", "anywhere")
 UNTIMED = ("never", "start", "end", "anywhere")  # where a line without a time may still count
 MESSAGE = MessageStart(load_prefixes(BUILTIN_DIR / "prefixes.yaml"))
 SERIES = (
@@ -37,6 +37,7 @@ SERIES = (
     "min_idle_share",
     "job_low",
     "min_phase_share",
+    "max_phase_share",
 )
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW, STEADY)
 

@@ -123,6 +123,7 @@ def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
         "min_idle_share": lambda v: facts.idle_share >= float(v),
         "job_low": lambda v: facts.job_low == bool(v),
         "min_phase_share": lambda v: facts.phase_share >= float(v),
+        "max_phase_share": lambda v: facts.phase_share <= float(v),
     }
     return all(checks[name](value) for name, value in series.items())
 
@@ -138,6 +139,8 @@ def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None, found:
         chosen = hits
     elif where == "during":
         chosen = [h for h in timed if facts.start - SLACK_S <= h.ts <= facts.end + SLACK_S]
+    elif where == "at_edge":  # the pause begins with the line, or the line reports it done
+        chosen = [h for h in timed if min(abs(h.ts - facts.start), abs(h.ts - facts.end)) <= SLACK_S]
     elif where == "before_idle_to_end":
         ends_job = facts.end >= facts.job_end - SLACK_S
         chosen = [h for h in timed if h.ts <= facts.start + SLACK_S] if ends_job else []

@@ -110,3 +110,11 @@ def test_a_log_silent_from_an_idle_tail_to_the_end_is_an_unreleased_job_without_
     ]
     later = [(node, gpu, ts + 1800, *rest) for node, gpu, ts, *rest in rows]  # idle only 30 minutes after its last line
     assert causes_of(GpuSamples.from_rows(later, "t"), [last])[0][1] == ""
+
+
+def test_a_save_in_the_middle_of_a_long_low_phase_does_not_explain_it():
+    """A checkpoint pause begins with its save line (or ends with "saved ... writing took");
+    one save an hour into a two-hour low phase is no cause of the phase."""
+    start = 1_626_270_755.0 - 3600 - 1800  # the phase: 30 min to 150 min; the line at 90 min
+    rows = [("n1", 0, start + 15 * i, 5.0 if 120 <= i < 600 else 90.0, 30000.0, TOTAL, "job") for i in range(700)]
+    assert causes_of(GpuSamples.from_rows(rows, "t"), [CHECKPOINT])[0][:2] == ("low_phase", "")
