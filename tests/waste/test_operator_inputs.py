@@ -66,3 +66,18 @@ def test_each_jobs_log_is_found_by_its_name_in_the_files_name(tmp_path: Path) ->
         "team-nlp/bert": "team-nlp_bert-0.log",
         "prep": "prep.log",
     }
+
+
+def test_a_gres_column_gives_the_gpu_count(tmp_path: Path) -> None:
+    """Slurm's GRES syntax (``gpu:h200:1``, as ``sbatch --gres`` and sacct's ReqGRES write it)."""
+    from failclass.waste.jobfiles import load_jobs
+
+    table = tmp_path / "jobs.csv"
+    table.write_text(
+        "JobId,UserName,Partition,StartTime,EndTime,NodeList,Gres\n"
+        "11,ana,gpu,2024-05-22T00:15:15,2024-05-22T08:21:45,node-gpu-001,gpu:h200:2\n"
+        "12,ana,interactive,2024-05-22T00:15:15,2024-05-22T08:21:45,node-gpu-002,gpu:4\n"
+    )
+    jobs = load_jobs(table).jobs
+    assert [dict(job.counts) for job in jobs] == [{"node-gpu-001": 2}, {"node-gpu-002": 4}]
+    assert [job.kind for job in jobs] == ["batch", "interactive"]  # no kind column: the partition's name says

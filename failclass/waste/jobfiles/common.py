@@ -100,8 +100,9 @@ def allocation(
     log: Path | None = None,
     aliases: tuple[str, ...] = (),
 ) -> JobAllocation:
-    """A checked JobAllocation; empty fields take their defaults."""
-    kind = (kind or "batch").strip().lower()
+    """A checked JobAllocation; empty fields take their defaults (a job of no kind on an
+    interactive partition, as sites name them, is interactive)."""
+    kind = (kind or ("interactive" if INTERACTIVE_PARTITION.search(cluster) else "batch")).strip().lower()
     if kind not in KINDS:
         raise InputError(f"{at}: kind {kind!r} is not one of {', '.join(KINDS)}")
     low, high = -math.inf if start is None else start, math.inf if end is None else end
@@ -121,10 +122,11 @@ def allocation(
     )
 
 
+INTERACTIVE_PARTITION = re.compile(r"(?i)interactive|jupyter|notebook")
 FIELDS = {
     "user": ("a user", "user 'unknown'"),
     "cluster": ("a cluster or partition", "cluster 'default'"),
-    "kind": ("a kind", "batch"),
+    "kind": ("a kind", "batch, or interactive on a partition named so"),
     "place": ("GPUs or nodes", "placed only by the readings' job labels"),
     "time": ("a start and end", "held for all time"),
 }

@@ -36,7 +36,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "state": ("state", "jobstate", "status", "phase"),
 }
 NEVER_RAN = ("PENDING", "REQUEUED", "REQUEUE_HOLD")
-_GPU_TRES = re.compile(r"gres/gpu(?::[^=,]*)?=(\d+)")
+_GPU_TRES = re.compile(r"gres/gpu(?::[^=,]*)?=(\d+)|(?:^|,)gpu(?::[^:,(]+)?:(\d+)")  # TRES gres/gpu=N, GRES gpu:type:N
 _STEP = re.compile(r"^(.+)\.([A-Za-z0-9_+-]+)$")
 
 
@@ -153,7 +153,7 @@ def _row(row: dict[str, str], column: dict[str, str], path: Path, number: int, n
     gpus, count = _gpu_field(value.get("gpus", ""), at)
     if not count and value.get("tres"):
         match = _GPU_TRES.search(value["tres"])
-        count = int(match.group(1)) if match else 0
+        count = int(match.group(1) or match.group(2)) if match else 0
     aliases = [row[header].strip() for header in row if _normal(header) in ALIASES["job"]]
     if value.get("pod"):
         aliases.append(_name(row, {k: v for k, v in column.items() if k != "job"}))
@@ -181,7 +181,7 @@ def _gpu_field(text: str, at: str) -> tuple[tuple[tuple[str, int], ...], int]:
         return (), int(text)
     match = _GPU_TRES.search(text)
     if match:
-        return (), int(match.group(1))
+        return (), int(match.group(1) or match.group(2))
     return parse_gpus(text, at), 0
 
 
