@@ -155,7 +155,7 @@ def test_a_table_whose_names_match_nothing_says_what_every_job_lacks(tmp_path):
     (note,) = load_jobs(path).notes
     assert note == (
         f"{path}: none of the 2 jobs has a user, a cluster or partition, a kind, GPUs or nodes, a start and end: every job is"
-        " user 'unknown', cluster 'default', batch, placed only by the readings' job labels, held for all time"
+        " user 'unknown', cluster 'default', batch, or interactive on a partition named so, placed only by the readings' job labels, held for all time"
         " (columns not read: owner_name, vc_name, when)"
     )
 
