@@ -81,3 +81,21 @@ def test_a_gres_column_gives_the_gpu_count(tmp_path: Path) -> None:
     jobs = load_jobs(table).jobs
     assert [dict(job.counts) for job in jobs] == [{"node-gpu-001": 2}, {"node-gpu-002": 4}]
     assert [job.kind for job in jobs] == ["batch", "interactive"]  # no kind column: the partition's name says
+
+
+def test_a_batch_script_on_an_interactive_partition_is_an_interactive_job(tmp_path: Path) -> None:
+    """A notebook server started with sbatch has a batch step; the partition it runs on says
+    what the job is for (the recorded sacct --json, one job moved to such a partition)."""
+    from failclass.waste.jobfiles import load_jobs
+
+    recorded = Path(__file__).resolve().parents[2] / "corpora" / "slurm_jobs" / "sacct_json--22.05-gres-jobs.json"
+    document = json.loads(recorded.read_text())
+    before = {job.job: job.kind for job in load_jobs(recorded).jobs}
+    moved = document["jobs"][0]
+    moved["partition"] = "interactive"
+    (tmp_path / "sacct.json").write_text(json.dumps(document))
+    after = {job.job: job.kind for job in load_jobs(tmp_path / "sacct.json").jobs}
+    assert after[str(moved["job_id"])] == "interactive" != before[str(moved["job_id"])]
+    assert {job: kind for job, kind in after.items() if job != str(moved["job_id"])} == {
+        job: kind for job, kind in before.items() if job != str(moved["job_id"])
+    }

@@ -17,7 +17,7 @@ from typing import Any
 
 from failclass.errors import InputError
 from failclass.waste.allocation import JobAllocation
-from failclass.waste.jobfiles.common import JobsFile, allocation, finish, node_list, spread, where
+from failclass.waste.jobfiles.common import INTERACTIVE_PARTITION, JobsFile, allocation, finish, node_list, spread, where
 
 
 def read_sacct(document: dict[str, Any], path: Path) -> JobsFile:
@@ -52,7 +52,10 @@ def _job(entry: dict[str, Any], path: Path, number: int) -> JobAllocation:
         str(job_id),
         user=str(entry.get("user") or ""),
         cluster=str(entry.get("partition") or ""),
-        kind="batch" if "batch" in steps or not steps else "interactive",
+        # a batch script on an interactive partition (a notebook server started by sbatch) is interactive
+        kind="interactive"
+        if INTERACTIVE_PARTITION.search(str(entry.get("partition") or "")) or (steps and "batch" not in steps)
+        else "batch",
         counts=spread(_gpus(entry, at), nodes),
         start=_seconds(times.get("start")),
         end=_seconds(times.get("end")),
