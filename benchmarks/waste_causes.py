@@ -48,7 +48,7 @@ def read_trace(folder: Path) -> Trace:
     if (folder / "truth.json").exists():  # the independent generator
         truth = json.loads((folder / "truth.json").read_text())
         jobs = truth["jobs"]
-        planted = {j["job"]: {ALIASES.get(c["id"], c["id"]) for c in j["causes"]} for j in jobs}
+        planted = {j["job"]: {ALIASES.get(c["id"], c["id"]) for c in j["causes"]} - NOT_GAO for j in jobs}
         summary = truth["summary"]
         headline = {
             "idle-slot share, batch (%)": 100 * summary["idle_slot_share_batch"],
@@ -61,7 +61,7 @@ def read_trace(folder: Path) -> Trace:
         low = {j["job"] for j in jobs if j["low_utilisation"]}
         return Trace(folder.name, signals, jobs_file, folder / "logs", planted, low, headline)
     planted_doc = json.loads((folder / "planted.json").read_text())
-    planted = {j["job"]: set(j["causes"]) for j in planted_doc["jobs"]}
+    planted = {j["job"]: set(j["causes"]) - NOT_GAO for j in planted_doc["jobs"]}
     if "machine" in planted_doc:  # a real recording: every job with a planted cause is one to explain
         signals = sorted((folder / "signals").glob("*--nvidia-smi-lms200*.csv"))
     else:  # failclass's own generator

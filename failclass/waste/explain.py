@@ -16,9 +16,9 @@ from failclass.waste.causes import Cause
 from failclass.waste.measure import Measured
 from failclass.waste.timeline import TimedLine, Timeline
 
-SLACK_S = 60.0  # a log line this close to an interval's edges counts as inside it
+SLACK_S = 60.0  # a log line this close to an interval's edges counts as inside it (or 5 % of a shorter job)
 MAX_EVIDENCE = 3
-QUIET_S = 600.0  # a log that went quiet this close before the GPU did, and stayed quiet
+QUIET_SLACKS = 10  # a log that went quiet this close before the GPU did (10 minutes in a long job), and stayed quiet
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ def explain(
             other_gpus_used=code in used,
             job_kind=jobs[name].kind if name in jobs else "batch",
             idle_share=float(idle_share[code]),
+            slack=min(SLACK_S, 0.05 * float(job_end[code] - job_start[code])),
             job_low=bool(job_util[code] <= measured.thresholds.low_util_pct),
             phase_share=(float(iv.end[row] - iv.start[row]) / held[(code, int(iv.node[row]), int(iv.gpu[row]))]),
         )
@@ -82,6 +83,7 @@ class _Facts:
     other_gpus_used: bool
     job_kind: str
     idle_share: float
+    slack: float  # how close to an edge a line or a time still counts
     job_low: bool  # the job's U (the mean of its GPUs') at or below the low threshold
     phase_share: float  # the interval's share of the GPU's time held
 
@@ -138,20 +140,20 @@ def _log_evidence(cause: Cause, facts: _Facts, timeline: Timeline | None, found:
     if where == "anywhere":
         chosen = hits
     elif where == "during":
-        chosen = [h for h in timed if facts.start - SLACK_S <= h.ts <= facts.end + SLACK_S]
+        chosen = [h for h in timed if facts.start - facts.slack <= h.ts <= facts.end + facts.slack]
     elif where == "at_edge":  # the pause begins with the line, or the line reports it done
-        chosen = [h for h in timed if min(abs(h.ts - facts.start), abs(h.ts - facts.end)) <= SLACK_S]
+        chosen = [h for h in timed if min(abs(h.ts - facts.start), abs(h.ts - facts.end)) <= facts.slack]
     elif where == "before_idle_to_end":
-        ends_job = facts.end >= facts.job_end - SLACK_S
-        chosen = [h for h in timed if h.ts <= facts.start + SLACK_S] if ends_job else []
+        ends_job = facts.end >= facts.job_end - facts.slack
+        chosen = [h for h in timed if h.ts <= facts.start + facts.slack] if ends_job else []
         last = timeline.last
-        went_quiet = last is not None and facts.start - QUIET_S <= last.ts <= facts.start + SLACK_S
+        went_quiet = last is not None and facts.start - QUIET_SLACKS * facts.slack <= last.ts <= facts.start + facts.slack
         if ends_job and not chosen and cause.log.silent_after and went_quiet:
             assert last is not None
             return (f"the log prints nothing after its line at {_iso(last.ts)}: {last.text.strip()[:240]}",)
     else:  # span: first to last matching line lasts long enough and overlaps the interval
         long_enough = timed and timed[-1].ts - timed[0].ts >= cause.log.min_span_s
-        overlaps = long_enough and timed[0].ts <= facts.end + SLACK_S and timed[-1].ts >= facts.start - SLACK_S
+        overlaps = long_enough and timed[0].ts <= facts.end + facts.slack and timed[-1].ts >= facts.start - facts.slack
         chosen = [timed[0], timed[-1]] if overlaps else []
     if not chosen and where != "anywhere":
         chosen = _untimed(cause.log.untimed, [h for h in hits if math.isnan(h.ts)], facts)
@@ -163,9 +165,9 @@ def _untimed(rule: str, hits: list[TimedLine], facts: _Facts) -> list[TimedLine]
     still explain an interval: one that begins with the job (an install, a download, a
     preprocessing step, printed before training), one that lasts to its end (a finished run),
     or any."""
-    if rule == "start" and facts.start <= facts.job_start + SLACK_S:
+    if rule == "start" and facts.start <= facts.job_start + facts.slack:
         return hits
-    if rule == "end" and facts.end >= facts.job_end - SLACK_S:
+    if rule == "end" and facts.end >= facts.job_end - facts.slack:
         return hits
     return hits if rule == "anywhere" else []
 

@@ -128,7 +128,7 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
     covered = sum(np.bincount(segment[r.first], weights=r.seconds, minlength=len(first)) for r in (idle_runs, drops, phases))
     steady = np.flatnonzero((use.util <= thresholds.low_util_pct) & ~use.never_used & (covered < 0.5 * held))
     parts = [
-        _run_intervals(NEVER_USED, table, idle_runs.take(use.never_used[segment[idle_runs.first]]), dt, mem),
+        _segment_intervals(NEVER_USED, use, np.flatnonzero(use.never_used)),  # its whole life, however short
         _run_intervals(IDLE, table, idle_runs.take(~use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(DROP, table, drops, dt, mem),
         _run_intervals(LOW, table, phases, dt, mem),
