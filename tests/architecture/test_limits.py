@@ -27,6 +27,7 @@ ROWS = {  # limit -> the first cell of its README row
     "batch_in_memory_bytes": "member read in memory (batch)",
     "waste_text_bytes": "waste: a text signal file",
     "waste_jobs_file_bytes": "waste: a jobs file",
+    "waste_log_files": "waste: files searched in a `--logs` folder",
     "waste_log_lines": "waste: lines kept from one job's log",
     "waste_line_chars": "waste: lines kept from one job's log",
     "container_log_lines": "a failed container's log (Kubernetes controller)",

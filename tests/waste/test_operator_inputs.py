@@ -99,3 +99,19 @@ def test_a_batch_script_on_an_interactive_partition_is_an_interactive_job(tmp_pa
     assert {job: kind for job, kind in after.items() if job != str(moved["job_id"])} == {
         job: kind for job, kind in before.items() if job != str(moved["job_id"])
     }
+
+
+def test_a_logs_folder_over_the_limit_is_refused_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    import pytest
+
+    from failclass.errors import InputError
+    from failclass.limits import LIMITS
+    from failclass.waste import joblogs
+
+    for name in ("a.log", "b.log", "c.log"):
+        (tmp_path / name).write_text("x\n")
+    monkeypatch.setattr(joblogs, "LIMITS", replace(LIMITS, waste_log_files=2))
+    with pytest.raises(InputError, match=r"3 files; at most 2 logs are searched"):
+        find_logs(tmp_path, [JobAllocation("a")])
