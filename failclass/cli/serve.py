@@ -44,7 +44,7 @@ def serve(
     settings = {
         "FAILCLASS_DATABASE_URL": database_url,
         "FAILCLASS_TOKENS_FILE": str(tokens_file) if tokens_file else None,
-        "FAILCLASS_POLICY_FILE": str(policy_file) if policy_file else None,
+        "FAILCLASS_POLICY": str(policy_file) if policy_file else None,
         "FAILCLASS_MODEL": str(chosen.model) if chosen.model else None,
         "FAILCLASS_NO_MODEL": "true" if chosen.no_model else None,
         "FAILCLASS_MODEL_THRESHOLD": str(chosen.threshold) if chosen.threshold is not None else None,

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from failclass.limits import LIMITS
 from failclass.options import ClassifierOptions
+from failclass.policy.config import POLICY_ENV
 from failclass.store.repository import default_database_url
 
 
@@ -18,7 +19,11 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default_factory=default_database_url, description="SQLAlchemy URL; SQLite file by default")
     tokens_file: Path | None = Field(default=None, description="JSON list of API tokens (name, sha256, scopes); none: no auth")
-    policy_file: Path | None = Field(default=None, description="operator policy overriding the built-in policy")
+    policy_file: Path | None = Field(
+        default=None,
+        validation_alias=POLICY_ENV,  # the one name the hook and the service read
+        description="operator policy overriding the built-in policy (FAILCLASS_POLICY)",
+    )
     model: Path | None = Field(default=None, description="fallback model (.npz beside its .json); default the built-in one")
     no_model: bool = Field(default=False, description="rules only")
     model_threshold: float | None = Field(default=None, ge=0, le=1, description="the model's threshold; default its own")
