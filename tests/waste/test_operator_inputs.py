@@ -115,3 +115,10 @@ def test_a_logs_folder_over_the_limit_is_refused_in_one_line(tmp_path: Path, mon
     monkeypatch.setattr(joblogs, "LIMITS", replace(LIMITS, waste_log_files=2))
     with pytest.raises(InputError, match=r"3 files; at most 2 logs are searched"):
         find_logs(tmp_path, [JobAllocation("a")])
+
+
+def test_a_jobs_table_with_its_header_alone_holds_no_jobs(tmp_path: Path) -> None:
+    from failclass.waste.jobfiles import load_jobs
+
+    (tmp_path / "jobs.csv").write_text("job,user,gpus,start,end\n")
+    assert load_jobs(tmp_path / "jobs.csv").jobs == []

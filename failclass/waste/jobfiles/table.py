@@ -103,6 +103,8 @@ def _normal(column: str) -> str:
 
 
 def _jobs(rows: list[dict[str, str]], path: Path, shape: str) -> JobsFile:
+    if not rows:  # a header alone: no jobs (a scheduler's export of an empty window)
+        return JobsFile(path, shape, [])
     column, unread = _columns(rows)
     if "job" not in column and "pod" not in column:
         headers = ", ".join(dict.fromkeys(c for row in rows for c in row))
