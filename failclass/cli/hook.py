@@ -173,11 +173,11 @@ class BackendChoice:
         return token
 
     def open(self, ctx: click.Context) -> Backend:
+        classifier = build_classifier(ctx, with_model=True)
         try:
-            policy = load_policy(self.policy_file)
+            policy = load_policy(self.policy_file, set(classifier.ruleset.taxonomy.reasons), set(classifier.rules))
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
-        classifier = build_classifier(ctx, with_model=True)
         if self.service_url:
             from failclass.hook.remote import RemoteBackend  # httpx loads only for a remote service
 

@@ -3,12 +3,21 @@
 failclass/data/policy/default.yaml holds the defaults; an operator's file has the same shape and
 replaces them key by key. Settings for a failure are resolved in layers, each naming
 the clause it came from, so a decision can say which line of which file decided it.
+
+The schema is declared on the dataclasses themselves (each field's type and its bounds in
+``allowed(...)``) and checked by one function, ``_checked``: a wrong type (``"abc"`` for a
+number, ``"no"`` for true/false), a value out of range, an unknown key, reason or rule id
+is refused as ``file: key.path: problem``. It is checked here rather than by pydantic so
+that ``hook decide``, which loads the policy on every call, does not import it.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, fields, replace
+import types
+import typing
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +34,30 @@ ACTIONS = ("retry", "retry_elsewhere", "retry_with_more_resources", "no_retry")
 MODES = ("enforce", "audit")
 
 
+def allowed(
+    default: Any,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    choices: tuple[str, ...] = (),
+) -> Any:
+    """A policy field's default and the values it accepts beyond its type."""
+    return field(default=default, metadata={"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices})
+
+
 @dataclass(frozen=True)
 class ReasonPolicy:
     """What to do about one kind of failure."""
 
-    action: str = "retry"
-    max_retries: int = 1
+    action: str = allowed("retry", choices=ACTIONS)
+    max_retries: int = allowed(1, ge=0)
     spends_budget: bool = True
-    hold_after: int | None = None
+    hold_after: int | None = allowed(None, ge=1)
     blacklist_inputs: bool = False
     suspect_node: bool = False
-    memory_factor: float | None = None
+    memory_factor: float | None = allowed(None, gt=0)
     avoid_same_gpu_type: bool = False
     clause: str = "defaults"  # the most specific layer that set anything
 
@@ -46,24 +68,24 @@ class ReasonPolicy:
 
 @dataclass(frozen=True)
 class Backoff:
-    base_seconds: float = 30
-    factor: float = 2
-    max_seconds: float = 1800
-    jitter: float = 0.2
+    base_seconds: float = allowed(30, ge=0)
+    factor: float = allowed(2, ge=1)
+    max_seconds: float = allowed(1800, ge=0)
+    jitter: float = allowed(0.2, ge=0, lt=1)  # a share of the delay, either way
 
 
 @dataclass(frozen=True)
 class BlacklistPolicy:
-    min_failures: int = 4
-    min_jobs: int = 3
+    min_failures: int = allowed(4, ge=1)
+    min_jobs: int = allowed(3, ge=1)
 
 
 @dataclass(frozen=True)
 class NodePolicy:
-    window_hours: float = 24
-    min_jobs: int = 2
-    max_excluded: int = 8
-    max_excluded_share: float = 0.25
+    window_hours: float = allowed(24, gt=0)
+    min_jobs: int = allowed(2, ge=1)
+    max_excluded: int = allowed(8, ge=0)
+    max_excluded_share: float = allowed(0.25, ge=0, le=1)
 
 
 REASON_KEYS = {f.name for f in fields(ReasonPolicy)} - {"clause"}
@@ -115,27 +137,59 @@ class PolicyConfig:
         return resolved
 
 
-def _reason_values(values: Any, where: str) -> Layer:
+def _checked(kind: type, values: Any, where: str) -> dict[str, Any]:
+    """``values`` (some or all of ``kind``'s fields) checked: known keys, each field's type (a
+    bool is no number, a string no bool, a number finite) and its bounds."""
     if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a mapping of settings")
-    unknown = set(values) - REASON_KEYS
+        raise ConfigError(f"{where}: expected a mapping of settings, not {type(values).__name__}")
+    hints = typing.get_type_hints(kind)
+    known = {f.name: f for f in fields(kind) if f.name != "clause"}
+    unknown = set(values) - set(known)
     if unknown:
-        raise ConfigError(f"{where}: unknown settings {sorted(unknown)}; known: {sorted(REASON_KEYS)}")
-    if "action" in values and values["action"] not in ACTIONS:
-        raise ConfigError(f"{where}.action: {values['action']!r} is not one of {ACTIONS}")
-    for key in ("max_retries", "hold_after"):
-        value = values.get(key)
-        if value is not None and (not isinstance(value, int) or value < 0):
-            raise ConfigError(f"{where}.{key}: must be a whole number >= 0")
+        raise ConfigError(f"{where}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
+    for key, value in values.items():
+        spec, at = known[key], f"{where}.{key}"
+        types_ = typing.get_args(hints[key]) if isinstance(hints[key], types.UnionType) else (hints[key],)
+        if value is None and type(None) in types_:
+            continue
+        if not _of_type(value, types_):
+            wanted = " or ".join(
+                "null"
+                if t is type(None)
+                else {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}[t.__name__]
+                for t in types_
+            )
+            raise ConfigError(f"{at}: {value!r} is not {wanted}")
+        meta = spec.metadata
+        if meta.get("choices") and value not in meta["choices"]:
+            raise ConfigError(f"{at}: {value!r} is not one of {meta['choices']}")
+        for bound, holds, says in (
+            ("ge", lambda v, b: v >= b, ">="),
+            ("gt", lambda v, b: v > b, ">"),
+            ("le", lambda v, b: v <= b, "<="),
+            ("lt", lambda v, b: v < b, "<"),
+        ):
+            if meta.get(bound) is not None and not holds(value, meta[bound]):
+                raise ConfigError(f"{at}: {value!r} must be {says} {meta[bound]}")
     return dict(values)
 
 
+def _of_type(value: Any, types_: tuple[Any, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in types_
+    if isinstance(value, int):
+        return int in types_ or float in types_
+    if isinstance(value, float):
+        return float in types_ and math.isfinite(value)
+    return isinstance(value, str) and str in types_
+
+
+def _reason_values(values: Any, where: str) -> Layer:
+    return _checked(ReasonPolicy, values, where)
+
+
 def _section(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
-    values = data.get(key) or {}
-    try:
-        return kind(**values)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: {key}: {exc}") from None
+    return kind(**_checked(kind, data.get(key) or {}, f"{where}: {key}"))
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -148,48 +202,76 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader) or {}
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read the policy: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a policy is a mapping")
     return data
 
 
-def load_policy(path: Path | None = None, known_reasons: set[str] | None = None) -> PolicyConfig:
-    """The defaults, overridden by ``path`` (or FAILCLASS_POLICY) when given."""
+def load_policy(
+    path: Path | None = None, known_reasons: set[str] | None = None, known_rules: set[str] | None = None
+) -> PolicyConfig:
+    """The defaults, overridden by ``path`` (or FAILCLASS_POLICY) when given; reasons and
+    rule ids are checked against ``known_reasons`` and ``known_rules`` when given."""
     configured = path or (Path(os.environ[POLICY_ENV]) if os.environ.get(POLICY_ENV) else None)
     data = _read(DEFAULT_POLICY)
     source = "the built-in policy (failclass/data/policy/default.yaml)"
     if configured:
         data = _merge(data, _read(configured))
         source = str(configured)
+    window = _check_shape(data, source)
+    clusters = {
+        vc: _cluster(block, f"{source}: virtual_clusters.{vc}") for vc, block in (data.get("virtual_clusters") or {}).items()
+    }
+    reasons = {r: _reason_values(v, f"{source}: reasons.{r}") for r, v in (data.get("reasons") or {}).items()}
+    rules = {r: _reason_values(v, f"{source}: rules.{r}") for r, v in (data.get("rules") or {}).items()}
+    named_reasons = [(f"reasons.{r}", r) for r in reasons] + [
+        (f"virtual_clusters.{vc}.reasons.{r}", r) for vc, c in clusters.items() for r in c.reasons
+    ]
+    if known_reasons is not None and (strangers := [at for at, r in named_reasons if r not in known_reasons]):
+        raise ConfigError(f"{source}: reasons unknown to the taxonomy: {strangers}")
+    named_rules = [(f"rules.{r}", r) for r in rules] + [
+        (f"virtual_clusters.{vc}.rules.{r}", r) for vc, c in clusters.items() for r in c.rules
+    ]
+    if known_rules is not None and (strangers := [at for at, r in named_rules if r not in known_rules]):
+        raise ConfigError(f"{source}: rule ids no rule has: {strangers}")
+    return PolicyConfig(
+        mode=data.get("mode", "enforce"),
+        defaults=ReasonPolicy().under(_reason_values(data.get("defaults") or {}, f"{source}: defaults"), "defaults"),
+        backoff=_section(data, "backoff", Backoff, source),
+        user_window_hours=window,
+        blacklist=_section(data, "blacklist", BlacklistPolicy, source),
+        nodes=_section(data, "nodes", NodePolicy, source),
+        reasons=reasons,
+        rules=rules,
+        virtual_clusters=clusters,
+        source=source,
+    )
+
+
+def _check_shape(data: dict[str, Any], source: str) -> float:
+    """The file's top level: known keys, the mode, the user window (returned), mappings where due."""
     known_top = {"mode", "defaults", "backoff", "user_window_hours", "blacklist", "nodes", "reasons", "rules", "virtual_clusters"}
     unknown = set(data) - known_top
     if unknown:
         raise ConfigError(f"{source}: unknown keys {sorted(unknown)}")
     if data.get("mode", "enforce") not in MODES:
         raise ConfigError(f"{source}: mode must be one of {MODES}")
-    reasons = {r: _reason_values(v, f"{source}: reasons.{r}") for r, v in (data.get("reasons") or {}).items()}
-    if known_reasons is not None and set(reasons) - known_reasons:
-        raise ConfigError(f"{source}: reasons unknown to the taxonomy: {sorted(set(reasons) - known_reasons)}")
-    clusters = {}
-    for vc, block in (data.get("virtual_clusters") or {}).items():
-        layers = {
-            part: {
-                k: _reason_values(v, f"{source}: virtual_clusters.{vc}.{part}.{k}") for k, v in (block.get(part) or {}).items()
-            }
-            for part in ("reasons", "rules")
-        }
-        clusters[vc] = ClusterPolicy(layers["reasons"], layers["rules"])
-    return PolicyConfig(
-        mode=data.get("mode", "enforce"),
-        defaults=ReasonPolicy().under(_reason_values(data.get("defaults") or {}, f"{source}: defaults"), "defaults"),
-        backoff=_section(data, "backoff", Backoff, source),
-        user_window_hours=float(data.get("user_window_hours", 168)),
-        blacklist=_section(data, "blacklist", BlacklistPolicy, source),
-        nodes=_section(data, "nodes", NodePolicy, source),
-        reasons=reasons,
-        rules={r: _reason_values(v, f"{source}: rules.{r}") for r, v in (data.get("rules") or {}).items()},
-        virtual_clusters=clusters,
-        source=source,
-    )
+    window = data.get("user_window_hours", 168)
+    if not _of_type(window, (float,)) or window <= 0:
+        raise ConfigError(f"{source}: user_window_hours: {window!r} must be a number > 0")
+    for part in ("reasons", "rules", "virtual_clusters"):
+        if not isinstance(data.get(part) or {}, dict):
+            raise ConfigError(f"{source}: {part}: expected a mapping")
+    return float(window)
+
+
+def _cluster(block: Any, where: str) -> ClusterPolicy:
+    if not isinstance(block, dict) or set(block) - {"reasons", "rules"}:
+        raise ConfigError(f"{where}: a mapping of reasons and rules")
+    layers = {
+        part: {k: _reason_values(v, f"{where}.{part}.{k}") for k, v in (block.get(part) or {}).items()}
+        for part in ("reasons", "rules")
+    }
+    return ClusterPolicy(layers["reasons"], layers["rules"])

@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
     app.state.settings = settings
     app.state.store = store
     app.state.classifier = classifier
-    app.state.policy = load_policy(settings.policy_file, set(classifier.ruleset.taxonomy.reasons))
+    app.state.policy = load_policy(settings.policy_file, set(classifier.ruleset.taxonomy.reasons), set(classifier.rules))
     app.state.tokens = load_tokens(settings.tokens_file)
     app.state.metrics = metrics = Metrics(store, app.state.policy.nodes)
     errors.install(app)

@@ -3,10 +3,11 @@ real classifier; histories are what a cluster would have seen before."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
@@ -214,13 +215,50 @@ def test_overrides_per_rule_and_virtual_cluster(failures: dict[str, Failure], tm
         ("blacklist: {min_jobz: 3}\n", "min_jobz"),
         ("mode: yolo\n", "mode must be one of"),
         ("retry: always\n", "unknown keys ['retry']"),
+        ("backoff: {base_seconds: abc}\n", "backoff.base_seconds: 'abc' is not a number"),
+        ("backoff: {jitter: 5}\n", "backoff.jitter: 5 must be < 1"),
+        ("backoff: {base_seconds: -30}\n", "backoff.base_seconds: -30 must be >= 0"),
+        ("reasons:\n  cpu_oom: {memory_factor: -2}\n", "reasons.cpu_oom.memory_factor: -2 must be > 0"),
+        ("reasons:\n  job_preempted: {spends_budget: 'no'}\n", "reasons.job_preempted.spends_budget: 'no' is not true or false"),
+        ("reasons:\n  syntax_error: {max_retries: 2.5}\n", "reasons.syntax_error.max_retries: 2.5 is not a whole number"),
+        (
+            "rules:\n  mpi_runtime_failure.nccl_watchdog_timeot: {max_retries: 5}\n",
+            "rule ids no rule has: ['rules.mpi_runtime_failure.nccl_watchdog_timeot']",
+        ),
+        (
+            "virtual_clusters:\n  research:\n    reasons:\n      gpu_on_fire: {action: retry}\n",
+            "unknown to the taxonomy: ['virtual_clusters.research.reasons.gpu_on_fire']",
+        ),
+        ("nodes: {max_excluded_share: 2}\n", "nodes.max_excluded_share: 2 must be <= 1"),
+        ("user_window_hours: soon\n", "user_window_hours: 'soon' must be a number > 0"),
     ],
 )
 def test_a_bad_policy_file_is_refused_with_its_place(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        load_policy(path, known_reasons=set(builtin_taxonomy().reasons))
+    rules = set(Classifier().rules)
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: .*{re.escape(message)}"):
+        load_policy(path, known_reasons=set(builtin_taxonomy().reasons), known_rules=rules)
+
+
+def test_a_policy_file_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_bytes(b"mode: audit\n# r\xe9seau\n")
+    with pytest.raises(ConfigError, match="cannot read the policy"):
+        load_policy(path)
+
+
+def test_the_hook_refuses_a_bad_policy_with_exit_2_and_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("backoff: {base_seconds: abc}\n")
+    log = tmp_path / "x.log"
+    log.write_text("RuntimeError: CUDA error: out of memory\n")
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    done = run_cli(
+        "hook", "decide", "--job-id", "1", "--user", "u", "--log", str(log), "--policy", str(path), "--database-url", store
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines()[-1] == f"Error: {path}: backoff.base_seconds: 'abc' is not a number"
 
 
 def test_backoff_is_bounded_and_repeatable(policy: PolicyConfig) -> None:
@@ -228,3 +266,13 @@ def test_backoff_is_bounded_and_repeatable(policy: PolicyConfig) -> None:
     assert all(1440 <= d <= 2160 for d in delays)  # capped at 1800 s, +-20%
     assert len(set(delays)) > 10  # jitter spreads a herd of retries
     assert backoff_seconds(policy, attempt(3), 2) == backoff_seconds(policy, attempt(3), 2)
+
+
+def test_policy_check_says_ok_or_the_place_of_the_problem(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("mode: audit\nreasons:\n  cpu_oom: {memory_factor: 2.0}\n")
+    bad.write_text("reasons:\n  cpu_oom: {memory_factor: -2}\n")
+    done = run_cli("policy", "check", str(good))
+    assert (done.returncode, done.stdout) == (0, f"{good}: ok (mode audit, over the built-in policy)\n")
+    done = run_cli("policy", "check", str(bad))
+    assert done.returncode == 2 and done.stderr.strip() == f"Error: {bad}: reasons.cpu_oom.memory_factor: -2 must be > 0"
