@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import click
 
@@ -17,6 +17,7 @@ from failclass.matching.rules import RuleSet
 from failclass.model.artifact import LoadedModel
 from failclass.options import ClassifierOptions
 
+T = TypeVar("T")
 EXIT_INPUT = 1
 EXIT_USAGE = 2
 EXIT_STORE = 3
@@ -44,7 +45,7 @@ def options(ctx: click.Context) -> ClassifierOptions:
     return found if found is not None else ClassifierOptions()
 
 
-def configured(build: Callable[[], Any]) -> Any:
+def configured(build: Callable[[], T]) -> T:
     """``build()``, with a configuration error reported as exit status 2."""
     try:
         return build()
@@ -53,16 +54,16 @@ def configured(build: Callable[[], Any]) -> Any:
 
 
 def ruleset(ctx: click.Context) -> RuleSet:
-    return configured(options(ctx).ruleset)  # type: ignore[no-any-return]
+    return configured(options(ctx).ruleset)
 
 
 def classifier(ctx: click.Context, with_model: bool = False) -> Classifier:
     """The classifier as every command builds it (the model only where it is used)."""
-    return configured(lambda: options(ctx).build(warn, with_model))  # type: ignore[no-any-return]
+    return configured(lambda: options(ctx).build(warn, with_model))
 
 
 def fallback(ctx: click.Context, rules: RuleSet, required: bool = False) -> LoadedModel | None:
-    return configured(lambda: options(ctx).fallback(rules, warn, required))  # type: ignore[no-any-return]
+    return configured(lambda: options(ctx).fallback(rules, warn, required))
 
 
 def input_failure(ctx: click.Context, problem: Exception) -> None:
