@@ -38,6 +38,7 @@ SERIES = (
     "job_low",
     "min_phase_share",
     "max_phase_share",
+    "synchronous_dips",
 )
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW, STEADY)
 

@@ -39,6 +39,7 @@ def explain(
         for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total)
     }
     held = {(int(j), int(n), int(g)): max(float(h), 1e-9) for j, n, g, h in zip(use.job, use.node, use.gpu, use.held_s)}
+    synchronous = {(int(j), int(n), int(g)): bool(d) for j, n, g, d in zip(use.job, use.node, use.gpu, use.synchronous_dips)}
     used = {int(j) for j, never in zip(use.job, use.never_used) if not never}
     size = len(names)
     job_end = np.full(size, -np.inf)
@@ -65,6 +66,7 @@ def explain(
             job_kind=jobs[name].kind if name in jobs else "batch",
             idle_share=float(idle_share[code]),
             slack=min(SLACK_S, 0.05 * float(job_end[code] - job_start[code])),
+            synchronous_dips=synchronous[(code, int(iv.node[row]), int(iv.gpu[row]))],
             job_low=bool(job_util[code] <= measured.thresholds.low_util_pct),
             phase_share=(float(iv.end[row] - iv.start[row]) / held[(code, int(iv.node[row]), int(iv.gpu[row]))]),
         )
@@ -84,6 +86,7 @@ class _Facts:
     job_kind: str
     idle_share: float
     slack: float  # how close to an edge a line or a time still counts
+    synchronous_dips: bool  # the GPU's frequent short dips are shared by all the job's GPUs
     job_low: bool  # the job's U (the mean of its GPUs') at or below the low threshold
     phase_share: float  # the interval's share of the GPU's time held
 
@@ -126,6 +129,7 @@ def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
         "job_low": lambda v: facts.job_low == bool(v),
         "min_phase_share": lambda v: facts.phase_share >= float(v),
         "max_phase_share": lambda v: facts.phase_share <= float(v),
+        "synchronous_dips": lambda v: facts.synchronous_dips == bool(v),
     }
     return all(checks[name](value) for name, value in series.items())
 

@@ -13,6 +13,12 @@ Definitions (and the studies they come from):
   a phase) is at or below 50 % without the GPU being idle: a preprocessing step, a data
   loader the GPU waits on, a checkpoint save, a tiny batch for the whole life. Each phase is
   explained on its own; readings in a phase are no sudden drop.
+- Synchronous dips: at least a fifth of a GPU's readings are dips (below half its busy
+  level, the 90th percentile of its readings),
+  four in five of them in runs of one or two readings (a step's wait, not a pause), and
+  three in four at readings where every used GPU of the job dips too: the ranks waiting on
+  each other's data (Gao et al.'s data exchange). Checkpoint and evaluation pauses also
+  stall every rank, but for many readings at a time.
 - Persistently low: a GPU with U_i <= 50 % whose idle slots, drops and low phases cover
   less than half its time (its dips are shorter than a reading, or it hovers near 50 %):
   its whole life is one interval, for the causes the series shows as a whole.
@@ -23,7 +29,7 @@ longer than ``max_gap_s`` (missing data, not time held), counts the table's usua
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -61,6 +67,7 @@ class GpuUse:
     idle_s: np.ndarray  # time in idle slots
     never_used: np.ndarray  # bool
     stable_phases: np.ndarray  # count
+    synchronous_dips: np.ndarray  # bool: frequent short dips that every used GPU of the job shares
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,9 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
         idle_s,
         np.logical_and.reduceat(idle, first),
         np.bincount(segment[stable.first], minlength=len(first)),
+        np.zeros(len(first), dtype=bool),
     )
+    use = replace(use, synchronous_dips=_synchronous_dips(table, segment, first, change, use, dt))
     low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle
     phases = _runs(low, change, dt, thresholds.phase_min_s)
     phases = phases.take(phases.last - phases.first + 1 >= thresholds.phase_readings)
@@ -173,6 +182,37 @@ def _runs(mask: np.ndarray, change: np.ndarray, dt: np.ndarray, min_s: float, st
     return _Runs(first[keep], last[keep], seconds[keep])
 
 
+def _synchronous_dips(
+    table: GpuSamples, segment: np.ndarray, first: np.ndarray, change: np.ndarray, use: GpuUse, dt: np.ndarray
+) -> np.ndarray:
+    """Per GPU, whether its dips are frequent, short and shared by all the job's used GPUs
+    (readings put on a common clock: each time rounded to the usual interval, which absorbs
+    nvidia-smi's per-node offsets)."""
+    busy = _segment_high(table.util.astype(np.float64), segment, len(first))
+    idle = (table.util == 0) & (np.nan_to_num(table.mem_used, nan=0.0) == 0)  # not started yet, or released
+    dip = ~use.never_used[segment] & ~idle & (table.util < 0.5 * busy[segment])
+    count = np.bincount(segment[~idle], minlength=len(first))
+    runs = _runs(dip, change, np.ones(len(table)), 0.0)
+    long_run = np.zeros(len(table) + 1, dtype=np.int64)
+    longer = runs.last - runs.first + 1 > 2
+    np.add.at(long_run, runs.first[longer], 1)
+    np.add.at(long_run, runs.last[longer] + 1, -1)
+    short = dip & (np.cumsum(long_run[:-1]) == 0)
+    step = max(float(np.median(dt)), 1e-3) if len(dt) else 1.0
+    tick = np.round((table.ts - table.ts.min()) / step).astype(np.int64) if len(table) else np.zeros(0, dtype=np.int64)
+    gpus = np.bincount(use.job[~use.never_used], minlength=len(table.jobs))
+    keys, where = np.unique(table.job[dip].astype(np.int64) * (1 << 40) + tick[dip], return_inverse=True)
+    shared = np.zeros(len(table), dtype=bool)
+    shared[np.flatnonzero(dip)] = (np.bincount(where, minlength=len(keys))[where] >= gpus[table.job[dip]]) & (
+        gpus[table.job[dip]] >= 2
+    )
+    dips = np.bincount(segment[dip], minlength=len(first))
+    frequent = dips >= 0.2 * count
+    brief = np.bincount(segment[short], minlength=len(first)) >= 0.8 * np.maximum(dips, 1)
+    together = np.bincount(segment[shared], minlength=len(first)) >= 0.75 * np.maximum(dips, 1)
+    return frequent & brief & together
+
+
 def _smoothed(util: np.ndarray, change: np.ndarray) -> np.ndarray:
     """Each reading's median with its neighbours on the same GPU (the edges keep their own)."""
     util = util.astype(np.float64)
@@ -194,6 +234,17 @@ def _below_three_sigma(table: GpuSamples, segment: np.ndarray, first: np.ndarray
     floor = median - t.drop_sigmas * np.maximum(sigma, 1.0)  # a flat series still tolerates 1 point of noise
     below[active] = table.util[active] < floor[segment[active]]
     return below
+
+
+def _segment_high(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
+    """Each segment's 90th percentile (the level it works at when it works)."""
+    order = np.lexsort((values, segment))
+    counts = np.bincount(segment, minlength=segments)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    high = np.full(segments, np.nan)
+    present = counts > 0
+    high[present] = values[order][starts[present] + (9 * (counts[present] - 1)) // 10]
+    return high
 
 
 def _segment_median(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:

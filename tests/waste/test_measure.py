@@ -116,3 +116,18 @@ def test_a_low_gpu_without_phases_is_persistently_low_over_its_whole_life():
     measured = measure(GpuSamples.from_rows(rows, "t"))
     assert measured.intervals.kind.tolist() == ["persistently_low"]
     assert (measured.intervals.start[0], measured.intervals.end[0]) == (0, 3000)
+
+
+def test_frequent_short_dips_that_every_gpu_shares_are_synchronous_and_a_shared_pause_is_not():
+    """Every fourth reading at 3 % on both GPUs at once: the ranks wait on each other. The
+    same dips at different readings, or one long pause on both (a checkpoint), are not."""
+
+    def job(dip_at):
+        return [
+            row for gpu in (0, 1) for row in series("a", gpu, [(15 * i, 3 if dip_at(gpu, i) else 90, 30000) for i in range(200)])
+        ]
+
+    together = measure(GpuSamples.from_rows(job(lambda gpu, i: i % 4 == 0), "t")).gpus.synchronous_dips
+    apart = measure(GpuSamples.from_rows(job(lambda gpu, i: i % 4 == gpu), "t")).gpus.synchronous_dips
+    pause = measure(GpuSamples.from_rows(job(lambda gpu, i: 50 <= i < 100), "t")).gpus.synchronous_dips
+    assert together.tolist() == [True, True] and apart.tolist() == [False, False] and pause.tolist() == [False, False]
