@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import re._parser as sre_parse
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,14 @@ class LogEvidence:
         line = segment(line)
         if any(p.search(line) for p in self.patterns if not p.pattern.startswith("^")):
             return True
-        anchored = [p for p in self.patterns if p.pattern.startswith("^")]
+        anchored = self._at_message_start
         return bool(anchored) and any(p.match(line, at) for at in MESSAGE.starts(line) for p in anchored)
+
+    @cached_property
+    def _at_message_start(self) -> tuple[re.Pattern[str], ...]:
+        """The ``^`` patterns without their caret, for ``match`` at each place a message may
+        start (``re``'s ``^`` holds only at the string's start, not at ``match``'s ``pos``)."""
+        return tuple(re.compile(p.pattern[1:], p.flags) for p in self.patterns if p.pattern.startswith("^"))
 
 
 @dataclass(frozen=True)

@@ -73,3 +73,19 @@ def test_a_bad_causes_file_is_refused_with_the_reason(tmp_path, body, message):
     path.write_text(body)
     with pytest.raises(ConfigError, match=message):
         load_causes(path)
+
+
+def test_an_anchored_pattern_finds_its_message_after_a_rank_tag_and_a_collectors_time():
+    """`^` is the message's start, as for the signature rules: after `[rank0]:`, a logging
+    prefix or a collector's time stamp, not only at the line's first character (the line is
+    datasets' own, from corpora/waste_logs/preprocessing--hf-datasets-generating-train-split-bigbio.log)."""
+    preprocessing = next(c for c in load_causes() if c.id == "data_preprocessing")
+    assert preprocessing.log is not None
+    line = next(
+        text
+        for text in (LINES / "preprocessing--hf-datasets-generating-train-split-bigbio.log").read_text().splitlines()
+        if text.startswith("Generating train split")
+    )
+    for prefix in ("", "[rank0]:", "2024-05-03T09:16:33.597483309Z [rank0]:", "2024-05-01 07:41:32,106 - INFO - "):
+        assert preprocessing.log.matches(prefix + line), prefix
+    assert not preprocessing.log.matches("echo " + line)  # not the message's start
