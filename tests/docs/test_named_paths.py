@@ -1,0 +1,30 @@
+"""The docs name files that exist: every `failclass/...`, `benchmarks/...`, `corpora/...` or
+`tests/...` path written in backticks in the project's Markdown is there (a moved module
+leaves no stale pointer behind)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from conftest import ROOT
+
+PLACEHOLDER = re.compile(r"[*<]|\b[A-Z]{3,}\b")  # `signatures/REASON.yaml`, `logs/<job>.log`: a name to fill in
+PATH = re.compile(
+    r"`((?:failclass|benchmarks|corpora|tests|samples)/[A-Za-z0-9_./-]+\.(?:py|yaml|yml|json|md|j2|sh|csv|log|txt))`"
+)
+
+
+def tracked_markdown() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [line for line in listed.splitlines() if line]
+
+
+def test_every_file_path_the_docs_name_exists() -> None:
+    missing = [
+        f"{doc}: {path}"
+        for doc in tracked_markdown()
+        for path in PATH.findall((ROOT / doc).read_text(encoding="utf-8"))
+        if not PLACEHOLDER.search(path) and not (ROOT / path).exists()
+    ]
+    assert not missing, "\n".join(missing)
