@@ -28,3 +28,20 @@ def test_every_file_path_the_docs_name_exists() -> None:
         if not PLACEHOLDER.search(path) and not (ROOT / path).exists()
     ]
     assert not missing, "\n".join(missing)
+
+
+def test_every_environment_variable_the_docs_name_is_read() -> None:
+    """A FAILCLASS_* variable in the Markdown is read somewhere: by the package (its settings
+    take FAILCLASS_ + the field's name), or by the Makefile, CI or the test set-up."""
+    from failclass.service.settings import Settings
+
+    named = {name for doc in tracked_markdown() for name in re.findall(r"\bFAILCLASS_[A-Z0-9_]+\b", (ROOT / doc).read_text())}
+    sources = [
+        *sorted((ROOT / "failclass").rglob("*.py")),
+        ROOT / "Makefile",
+        ROOT / ".ci" / "run",
+        ROOT / "tests" / "conftest.py",
+    ]
+    read = "\n".join(path.read_text(encoding="utf-8") for path in sources)
+    settings = {f"FAILCLASS_{field.upper()}" for field in Settings.model_fields}
+    assert sorted(name for name in named if name not in read and name not in settings) == []
