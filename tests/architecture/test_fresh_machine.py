@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,3 +96,9 @@ def test_ci_runs_the_readmes_test_command_in_a_clean_environment_then_the_lint()
     assert "make test" in (ROOT / "README.md").read_text()
     ignored = subprocess.run(["git", "check-ignore", "-q", "dist/failclass-0.1.0-py3-none-any.whl"], cwd=ROOT, check=False)
     assert ignored.returncode == 0, "dist/ must be ignored by git"
+
+
+def test_pre_commit_runs_the_ruff_the_dev_extra_pins() -> None:
+    pinned = re.search(r'"ruff==([\d.]+)"', (ROOT / "pyproject.toml").read_text())
+    hook = re.search(r"ruff-pre-commit\n\s+rev: v([\d.]+)", (ROOT / ".pre-commit-config.yaml").read_text())
+    assert pinned and hook and pinned.group(1) == hook.group(1)
