@@ -217,9 +217,9 @@ def main() -> None:
     c = {"LC_ALL": "C"}
     rows = {
         "failclass classify": best_of(args.repeat, [sys.executable, "-m", "failclass.cli", "classify", "--json"], files),
-        "ripgrep -j1 (?-u) ASCII": best_of(args.repeat, rg + [str(patterns["rg_ascii"])], files, timeout=args.timeout),
+        "ripgrep -j1 (?-u) ASCII": best_of(args.repeat, [*rg, str(patterns["rg_ascii"])], files, timeout=args.timeout),
         "failclass classify (sample)": best_of(args.repeat, [sys.executable, "-m", "failclass.cli", "classify", "--json"], slow),
-        "ripgrep -j1 Unicode (sample)": best_of(1, rg + [str(patterns["rg"])], slow, timeout=args.timeout),
+        "ripgrep -j1 Unicode (sample)": best_of(1, [*rg, str(patterns["rg"])], slow, timeout=args.timeout),
     }
     rows["failclass --no-model"] = best_of(
         args.repeat, [sys.executable, "-m", "failclass.cli", "--no-model", "classify", "--json"], files
@@ -234,9 +234,9 @@ def main() -> None:
             args.repeat, [sys.executable, "-m", "failclass.cli", "--no-model", "classify", "--json"], heavy
         )
         rows["ripgrep -j1 (?-u) ASCII (model-heavy)"] = best_of(
-            args.repeat, rg + [str(patterns["rg_ascii"])], heavy, timeout=args.timeout
+            args.repeat, [*rg, str(patterns["rg_ascii"])], heavy, timeout=args.timeout
         )
-    exact = best_of(1, grep + [str(patterns["grep"])], files, c, args.timeout)
+    exact = best_of(1, [*grep, str(patterns["grep"])], files, c, args.timeout)
     caseless = best_of(1, ["grep", "-E", "-i", "-c", "-a", "-f", str(patterns["grep_i"])], files, c, args.timeout)
     rows["grep -E -f LC_ALL=C, 2 passes"] = {
         "seconds": exact["seconds"] + caseless["seconds"],

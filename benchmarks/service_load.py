@@ -28,8 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import postgres_schema_url
-from service_server import running_service
+from conftest import postgres_schema_url  # noqa: E402 (found through the sys.path entry above)
+from service_server import running_service  # noqa: E402 (found through the sys.path entry above)
 
 FAILURE = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
 CLASSIFY_LUA = """

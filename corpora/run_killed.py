@@ -38,6 +38,7 @@ root). Runs one job at a time; 20 to 35 minutes on a 2-core machine, depending o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -309,16 +310,12 @@ class Group:
             limit = str(memory_mib * 2**20)
             if self.version == 1:
                 (self.path / "memory.limit_in_bytes").write_text(limit)
-                try:
+                with contextlib.suppress(OSError):
                     (self.path / "memory.memsw.limit_in_bytes").write_text(limit)
-                except OSError:
-                    pass
             else:
                 (self.path / "memory.max").write_text(limit)
-                try:
+                with contextlib.suppress(OSError):
                     (self.path / "memory.swap.max").write_text("0")
-                except OSError:
-                    pass
 
     def enter(self) -> None:  # in the child, before exec
         if self.path is not None:
@@ -451,7 +448,7 @@ def run_local(job: Job) -> dict[str, object]:
             cwd=work,
             env=env,
             start_new_session=True,
-            preexec_fn=group.enter if group.path else None,  # noqa: PLW1509 (no threads here)
+            preexec_fn=group.enter if group.path else None,
         )
     group.root_pid = proc.pid
     sent_at = None
@@ -692,7 +689,7 @@ def run_slurm(slurm: Slurm, job: Job) -> dict[str, object]:
             cancel.append(job_id)
             facts["phase_in_log"] = phase_in(read(log))
             slurm.run(*cancel)
-            facts["cancel"] = " ".join(cancel[:-1] + ["$JOBID"])
+            facts["cancel"] = " ".join([*cancel[:-1], "$JOBID"])
             facts["sent_at_s"] = round(time.monotonic() - started, 2)
             sent = True
             if job.slurm.get("signal") or job.slurm.get("batch"):  # a signal alone may not end the job: then cancel it

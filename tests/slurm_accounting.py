@@ -53,7 +53,7 @@ class AccountingSlurm(Slurm):
         hardware = node_line()
         nodes = "\n".join(
             f"NodeName={n} NodeHostname={self.host} NodeAddr=127.0.0.1 Port={p} {hardware} Gres=gpu:a100:{self.gpus} State=UNKNOWN"
-            for n, p in zip(self.nodes, self.node_ports)
+            for n, p in zip(self.nodes, self.node_ports, strict=False)
         )
         self.conf.write_text(
             f"ClusterName=failclass\nSlurmctldHost={self.host}(127.0.0.1)\nSlurmctldPort={self.port}\n"
@@ -104,8 +104,16 @@ class AccountingSlurm(Slurm):
         sock = self.base / "mysql.sock"
         self._spawn(
             "mariadbd",
-            ["mariadbd", "--no-defaults", f"--datadir={db}", f"--socket={sock}", f"--port={self.db_port}"]
-            + ["--bind-address=127.0.0.1", "--user=root", f"--pid-file={self.base / 'mysql.pid'}"],
+            [
+                "mariadbd",
+                "--no-defaults",
+                f"--datadir={db}",
+                f"--socket={sock}",
+                f"--port={self.db_port}",
+                "--bind-address=127.0.0.1",
+                "--user=root",
+                f"--pid-file={self.base / 'mysql.pid'}",
+            ],
         )
         grant = "CREATE USER 'slurm'@'{h}' IDENTIFIED BY 'slurm'; GRANT ALL ON *.* TO 'slurm'@'{h}';"
         sql = grant.format(h="127.0.0.1") + grant.format(h="localhost")

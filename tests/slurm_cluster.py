@@ -142,7 +142,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
     def node_states(self) -> dict[str, str]:
         listed = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False).stdout.split()
-        return dict(zip(listed[::2], listed[1::2]))
+        return dict(zip(listed[::2], listed[1::2], strict=False))
 
     def stop(self) -> None:
         self.run("scancel", "--user=root", check=False)

@@ -585,10 +585,10 @@ def build_noisy(pools, rng, kind):
     tail_ids = []
     if kind == "killed":
         if rng.random() < 0.3:  # last progress update cut mid-line
-            prog = [s for s in fb.train_palette if any(PROGRESS_LINE.search(l) for l in s["lines"])]
+            prog = [s for s in fb.train_palette if any(PROGRESS_LINE.search(line) for line in s["lines"])]
             if prog:
-                l = next(l for l in rng.choice(prog)["lines"] if PROGRESS_LINE.search(l))
-                txt = fb.ctx.fill(l)
+                chosen = next(line for line in rng.choice(prog)["lines"] if PROGRESS_LINE.search(line))
+                txt = fb.ctx.fill(chosen)
                 fb.w.emit_line(txt[: rng.randint(1, max(1, len(txt)))], rank=0, end="")
         elif rng.random() < 0.7:
             cands = [s for s in pools.killed_tails if platform_ok(s["id"], platform)]

@@ -711,7 +711,7 @@ class JobBuilder:
         elif steady == "insufficient_gpu_memory":
             base = self._ar(len(used), m, rng.uniform(22, 42), rng.uniform(5, 9))
             shape = "steady low utilisation {:.0f}-{:.0f} % with more than 80 % of the memory used"
-            for i, g in enumerate(used):
+            for g in used:
                 mem[g, t0:b] = np.minimum(
                     self.cfg.total_mib - RESERVED_MIB, model_mib[g] + npr.integers(0, int(self.cfg.total_mib * 0.03), size=m)
                 )
@@ -966,7 +966,7 @@ def build_trace(cfg: Config, lib: Library) -> Trace:
     for plan in plans:
         built.append(_built_within_bounds(cfg, lib, rng, npr, plan))
     gpn = cfg.per_node
-    demand = sum(p.n_gpus * b.util.shape[1] for p, b in zip(plans, built))
+    demand = sum(p.n_gpus * b.util.shape[1] for p, b in zip(plans, built, strict=False))
     n_nodes = max(2, math.ceil(demand / (gpn * 18 * 3600 / cfg.step)))
     n_nodes = max(n_nodes, max(math.ceil(p.n_gpus / gpn) for p in plans))
     nodes = node_names(cfg, n_nodes, rng)
@@ -974,7 +974,7 @@ def build_trace(cfg: Config, lib: Library) -> Trace:
     free_at = [rng.randint(0, round(900 / cfg.step)) for _ in gpus]  # grid index from which each GPU is free
     placed: list[tuple[Plan, Built, list[int], int]] = []
     submit = 0
-    for plan, b in zip(plans, built):
+    for plan, b in zip(plans, built, strict=False):
         submit += rng.randint(0, round(1500 / cfg.step))
         chosen, first = _place(cfg, plan.n_gpus, free_at, submit, rng)
         L = b.util.shape[1]
@@ -1058,7 +1058,7 @@ def _name_jobs(trace: Trace, rng: random.Random) -> None:
         "wav2vec2",
         "t5_base",
     )
-    for i, job in enumerate(trace.jobs):
+    for _i, job in enumerate(trace.jobs):
         p = job.plan
         job.user = rng.choice(USERS)
         next_id += rng.randint(1, 40)
@@ -1196,7 +1196,7 @@ def figures(trace: Trace) -> None:
             if zero.all():
                 never.append(key)
             run = 0
-            for z in list(zero) + [False]:
+            for z in [*list(zero), False]:
                 if z:
                     run += 1
                 else:
@@ -1453,10 +1453,10 @@ def write_jobs(trace: Trace, out: Path) -> str:
             )
     if fmt == "sacct-parsable":
         name = "jobs/sacct.txt"
-        _write(out / name, "\n".join("|".join(r) for r in [header] + rows) + "\n")
+        _write(out / name, "\n".join("|".join(r) for r in [header, *rows]) + "\n")
     else:
         name = "jobs/jobs.csv"
-        _write(out / name, "\n".join(",".join(_csv_cell(c) for c in r) for r in [header] + rows) + "\n")
+        _write(out / name, "\n".join(",".join(_csv_cell(c) for c in r) for r in [header, *rows]) + "\n")
     return name
 
 

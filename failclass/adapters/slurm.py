@@ -56,7 +56,7 @@ def parse_show_job(text: str) -> dict[str, str]:
     line = text.strip()
     keys = list(_FIELD.finditer(line))
     fields = {}
-    for here, following in zip(keys, [*keys[1:], None]):
+    for here, following in zip(keys, [*keys[1:], None], strict=False):
         end = following.start() if following else len(line)
         fields[here.group(1)] = line[here.end() : end].strip()
     return fields

@@ -28,7 +28,7 @@ def running_allocations(text: str) -> list[JobAllocation]:
 
     starts = [m.start() for m in _RECORD.finditer(text)]
     jobs = []
-    for begin, end in zip(starts, [*starts[1:], len(text)]):
+    for begin, end in zip(starts, [*starts[1:], len(text)], strict=False):
         record = text[begin:end]
         fields = dict(_FIELD.findall(record))
         if fields.get("JobState") != "RUNNING":

@@ -20,7 +20,7 @@ def _markdown(table: Table, level: str) -> list[str]:
         "|" + "|".join("---" for _ in table.headers) + "|",
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table.rows]
-    return lines + ([""] + [table.note] if table.note else []) + [""]
+    return lines + (["", table.note] if table.note else []) + [""]
 
 
 def to_markdown(analysis: Analysis) -> str:

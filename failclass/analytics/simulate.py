@@ -208,7 +208,7 @@ def simulate(
         owners = [users[i] for i in range(len(users))] + rng.choices(
             users, weights=[1 / (r + 1) ** ZIPF for r in range(len(users))], k=jobs - len(users)
         )
-        for owner, count in zip(owners, zipf_spread(trials, jobs, rng)):
+        for owner, count in zip(owners, zipf_spread(trials, jobs, rng), strict=False):
             job_number += 1
             job, gpus = f"job{job_number:06d}", draw_gpus(stats.demand, rng)
             final = "killed" if stats.reason_id in preempted else "failed"

@@ -99,7 +99,8 @@ def evaluate_command(ctx: click.Context, split: str, by_repository: bool, manife
     click.echo(render(result, rules.taxonomy.names()))
     for fold in folds:
         click.echo(
-            f"fold {fold['fold']}: {fold['logs']} logs of {fold['repositories']} repositories, {fold['rules_left_out']} rules left out"
+            f"fold {fold['fold']}: {fold['logs']} logs of {fold['repositories']} repositories,"
+            f" {fold['rules_left_out']} rules left out"
         )
 
 

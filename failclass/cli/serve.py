@@ -99,7 +99,8 @@ def check_before_serving() -> None:
         store.check_writable()
     except UNAVAILABLE as exc:
         warn(
-            f"store {masked(settings.database_url)} cannot record: {cause(exc)}; serving, but what records answers 503 (so does /readyz)"
+            f"store {masked(settings.database_url)} cannot record: {cause(exc)};"
+            " serving, but what records answers 503 (so does /readyz)"
         )
     store.engine.dispose()
 

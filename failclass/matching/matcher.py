@@ -64,7 +64,7 @@ class _Expressions:
 
     def cache_key(self) -> str:
         digest = hashlib.sha256(f"{HYPERSCAN_VERSION}|{self.main_flags}|{self.anchored}|{self.confirm_flags}|".encode())
-        for expression in self.main + [b"--"] + self.confirm:
+        for expression in [*self.main, b"--", *self.confirm]:
             digest.update(expression + b"\0")
         return digest.hexdigest()[:40]
 
@@ -234,8 +234,10 @@ class Matcher:
     def _culprit(self, expressions: _Expressions, exc: Exception) -> RuleError:
         """Find which pattern Hyperscan refused, to name its file, rule and field."""
         by_id = self.ruleset.by_id()
-        confirm_of = dict(zip(expressions.anchored, zip(expressions.confirm, expressions.confirm_flags)))
-        for pattern_id, (expression, flag) in enumerate(zip(expressions.main, expressions.main_flags)):
+        confirm_of = dict(
+            zip(expressions.anchored, zip(expressions.confirm, expressions.confirm_flags, strict=False), strict=False)
+        )
+        for pattern_id, (expression, flag) in enumerate(zip(expressions.main, expressions.main_flags, strict=False)):
             candidates = [(expression, flag)] + ([confirm_of[pattern_id]] if pattern_id in confirm_of else [])
             for candidate, candidate_flag in candidates:
                 try:

@@ -59,7 +59,10 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
     if loser.rule.priority < winner.rule.priority:
         return f"priority {loser.rule.priority} < {winner.rule.priority} of {winner.rule.id}"
     if loser.first.offset > winner.first.offset:
-        return f"same priority {loser.rule.priority}; first matched at line {loser.first.line}, after line {winner.first.line} of {winner.rule.id}"
+        return (
+            f"same priority {loser.rule.priority}; first matched at line {loser.first.line},"
+            f" after line {winner.first.line} of {winner.rule.id}"
+        )
     return f"same priority and position as {winner.rule.id}; rule ids break the tie"
 
 

@@ -56,10 +56,7 @@ def _has_unbounded_repeat(parsed: Any) -> bool:
 
 def nested_unbounded(parsed: Any) -> bool:
     """True for shapes like (a+)+ or (.*x)* that backtrack exponentially."""
-    for op, arg in _walk(parsed):
-        if op in REPEATS and arg[1] == UNBOUNDED and _has_unbounded_repeat(arg[2]):
-            return True
-    return False
+    return any(op in REPEATS and arg[1] == UNBOUNDED and _has_unbounded_repeat(arg[2]) for op, arg in _walk(parsed))
 
 
 def longest_required_literal(parsed: Any) -> int:

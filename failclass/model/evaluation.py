@@ -38,7 +38,7 @@ class Scores:
 
     @property
     def accuracy(self) -> float:
-        right = sum(t == p for t, p in zip(self.truth, self.predicted))
+        right = sum(t == p for t, p in zip(self.truth, self.predicted, strict=False))
         return right / len(self.truth) if self.truth else 0.0
 
     def per_reason(self) -> dict[str, dict[str, float]]:
@@ -47,7 +47,7 @@ class Scores:
         )
         return {
             label: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
-            for label, p, r, f, s in zip(self.labels, precision, recall, f1, support)
+            for label, p, r, f, s in zip(self.labels, precision, recall, f1, support, strict=False)
         }
 
     @property
@@ -63,7 +63,7 @@ class Scores:
     def unexplained_share(self) -> float:
         """Of the logs that name a reason (labelled anything but No signature), the share answered
         No signature: the issue's "<= 3% where the log names a reason"."""
-        named = [p for t, p in zip(self.truth, self.predicted) if t != NO_SIGNATURE]
+        named = [p for t, p in zip(self.truth, self.predicted, strict=False) if t != NO_SIGNATURE]
         return named.count(NO_SIGNATURE) / len(named) if named else 0.0
 
     @property
@@ -74,7 +74,7 @@ class Scores:
         return confusion_matrix(self.truth, self.predicted, labels=self.labels).tolist()
 
     def mistakes(self) -> Counter[tuple[str, str]]:
-        return Counter((t, p) for t, p in zip(self.truth, self.predicted) if t != p)
+        return Counter((t, p) for t, p in zip(self.truth, self.predicted, strict=False) if t != p)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,7 +107,7 @@ class Evaluation:
         labels = sorted(set(truth).union({NO_SIGNATURE}, *answers.values()))
         scores = {config: Scores(truth, answers[config], fired[config], passed, labels) for config in CONFIGURATIONS}
         helped, hurt = [], []
-        for entry, before, after in zip(failed, answers["rules"], answers["rules+model"]):
+        for entry, before, after in zip(failed, answers["rules"], answers["rules+model"], strict=False):
             if before != entry.reason and after == entry.reason:
                 helped.append(f"{entry.path}: {before} -> {after}")
             elif before == entry.reason and after != entry.reason:
@@ -153,7 +153,7 @@ def score(
         path = resolve(entry)
         results = [(c.reason, c.source) for c in (rules_only.classify_path(path), with_model.classify_path(path))]
         results.append((str(model.predict([tail_text(path)])[0]), "model"))
-        for config, (reason, source) in zip(CONFIGURATIONS, results):
+        for config, (reason, source) in zip(CONFIGURATIONS, results, strict=False):
             if entry.outcome == "failed":
                 answers[config].append(reason)
             elif reason != NO_SIGNATURE:

@@ -23,7 +23,9 @@ from failclass.inbound import read_json
 SCOPES = ("read", "write")
 BEARER = HTTPBearer(
     scheme_name="bearer",
-    description="An API token made by `failclass token create` (scopes: read, write); none when the service runs without a tokens file.",
+    description=(
+        "An API token made by `failclass token create` (scopes: read, write); none when the service runs without a tokens file."
+    ),
     auto_error=False,
 )
 

@@ -156,7 +156,7 @@ def _tally(
 ) -> None:
     matching.readings += len(samples)
     matching.dropped += int((~kept).sum())
-    for node, gpu in set(zip(samples.node[~kept].tolist(), samples.gpu[~kept].tolist())):
+    for node, gpu in set(zip(samples.node[~kept].tolist(), samples.gpu[~kept].tolist(), strict=False)):
         matching.dropped_gpus.add((samples.nodes[node], gpu))
     present = {names[c] for c in np.unique(job[kept]).tolist()}
     matching.matched |= {j.job for j in jobs if j.job in present}

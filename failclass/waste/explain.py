@@ -36,11 +36,15 @@ def explain(
         return []
     peak = {
         (int(j), int(n), int(g)): (float(p), float(t))
-        for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total)
+        for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total, strict=False)
     }
-    held = {(int(j), int(n), int(g)): max(float(h), 1e-9) for j, n, g, h in zip(use.job, use.node, use.gpu, use.held_s)}
-    synchronous = {(int(j), int(n), int(g)): bool(d) for j, n, g, d in zip(use.job, use.node, use.gpu, use.synchronous_dips)}
-    used = {int(j) for j, never in zip(use.job, use.never_used) if not never}
+    held = {
+        (int(j), int(n), int(g)): max(float(h), 1e-9) for j, n, g, h in zip(use.job, use.node, use.gpu, use.held_s, strict=False)
+    }
+    synchronous = {
+        (int(j), int(n), int(g)): bool(d) for j, n, g, d in zip(use.job, use.node, use.gpu, use.synchronous_dips, strict=False)
+    }
+    used = {int(j) for j, never in zip(use.job, use.never_used, strict=False) if not never}
     size = len(names)
     job_end = np.full(size, -np.inf)
     np.maximum.at(job_end, use.job, use.start + use.held_s)

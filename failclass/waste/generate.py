@@ -84,7 +84,7 @@ def plan(spec: TraceSpec) -> list[PlantedJob]:
     low = _quota(rng, np.asarray(batch), spec.low_share)
     dimensions = list(DIMENSION_SHARE)
     picks = rng.choice(len(dimensions), size=len(low), p=list(DIMENSION_SHARE.values()))
-    for j, d in zip(low, picks):
+    for j, d in zip(low, picks, strict=False):
         causes[j].add(str(rng.choice(PLANTED_BY_DIMENSION[dimensions[d]])))
     eligible = np.asarray([j for j in range(n) if not causes[j] & SINGLE_PHASE])
     several = set(_quota(rng, eligible, SEVERAL_PHASES * n / max(len(eligible), 1)).tolist())
@@ -138,7 +138,10 @@ def _job_samples(job: PlantedJob, spec: TraceSpec, rng: np.random.Generator, lin
     util = np.clip(rng.normal(88, 4, size=(gpus, steps)), 0, 100)
     mem = TOTAL_MIB - rng.uniform(0.6, 1.6) * GIB + rng.normal(0, 30, size=(gpus, steps))
     log: list[tuple[float, str]] = []
-    when = lambda fraction: int(fraction * steps)
+
+    def when(fraction):
+        return int(fraction * steps)
+
     causes = job.causes
     if "interactive_job" in causes:
         log += [(t[0], line) for line in lines["interactive"]]
@@ -263,7 +266,7 @@ def write_trace(spec: TraceSpec, folder: Path, jobs_per_row_group: int = 64) -> 
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     jobs = plan(spec)
     writer, pending = None, []
-    for job, samples in zip(jobs, samples_of(jobs, spec)):
+    for job, samples in zip(jobs, samples_of(jobs, spec), strict=False):
         pending.append(samples)
         (folder / "logs" / f"{job.allocation.job}.log").write_text("\n".join(job.log) + "\n", encoding="utf-8")
         if len(pending) == jobs_per_row_group:

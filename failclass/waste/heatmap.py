@@ -25,7 +25,7 @@ class HeatMap:
         unique, inverse = np.unique(key, return_inverse=True)
         sums = np.bincount(inverse, weights=samples.util)
         counts = np.bincount(inverse)
-        for k, total, count in zip(unique, sums, counts):
+        for k, total, count in zip(unique, sums, counts, strict=False):
             name = (samples.nodes[int(k >> 32)], int(k & 0xFFFFFFFF) + int(hour.min()))
             self.sums[name] = self.sums.get(name, 0.0) + float(total)
             self.counts[name] = self.counts.get(name, 0) + int(count)

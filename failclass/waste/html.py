@@ -84,7 +84,7 @@ def _job_view(job: str, report: WasteReport, series: GpuSamples, names: dict[str
     mine = np.flatnonzero(np.asarray([name == job for name in series.jobs] or [False])[series.job])
     figure, axes = plt.subplots(figsize=(10, 2.6))
     start = float(series.ts[mine].min()) if len(mine) else 0.0
-    for node, gpu in sorted({(int(n), int(g)) for n, g in zip(series.node[mine], series.gpu[mine])}):
+    for node, gpu in sorted({(int(n), int(g)) for n, g in zip(series.node[mine], series.gpu[mine], strict=False)}):
         rows_of_gpu = mine[(series.node[mine] == node) & (series.gpu[mine] == gpu)]
         order = rows_of_gpu[np.argsort(series.ts[rows_of_gpu])]
         axes.plot((series.ts[order] - start) / 3600, series.util[order], linewidth=0.8, label=f"{series.nodes[node]}:{gpu}")

@@ -4,7 +4,8 @@ of their epochs).
 
 Loss values are read from the forms training frameworks print: ``'loss': 2.31`` (Hugging
 Face Trainer), ``lm loss: 7.1E+00`` (Megatron), ``loss: 0.12`` (mmengine, Keras, plain
-prints), ``loss=0.12`` and ``train_loss=0.12`` (Lightning's progress bar), ``"train_loss": "534.9"`` (fairseq). Validation losses (``val_loss``,
+prints), ``loss=0.12`` and ``train_loss=0.12`` (Lightning's progress bar),
+``"train_loss": "534.9"`` (fairseq). Validation losses (``val_loss``,
 ``eval_loss``) are not the training curve and are skipped.
 """
 

@@ -263,7 +263,10 @@ def _segment_median(values: np.ndarray, segment: np.ndarray, segments: int) -> n
 def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, mem: np.ndarray) -> Intervals:
     cum_util = np.concatenate(([0.0], np.cumsum(table.util * dt)))
     cum_mem = np.concatenate(([0.0], np.cumsum(mem * dt)))
-    span = lambda cum: (cum[runs.last + 1] - cum[runs.first]) / runs.seconds
+
+    def span(cum):
+        return (cum[runs.last + 1] - cum[runs.first]) / runs.seconds
+
     return Intervals(
         np.full(len(runs.first), kind, dtype=object),
         table.job[runs.first],

@@ -107,14 +107,14 @@ def fill(samples: GpuSamples, mib: float | None) -> GpuSamples:
         return samples
     slot = samples.node.astype(np.int64) * 1024 + samples.gpu
     known = ~missing
-    best = dict(zip(slot[known].tolist(), totals[known].tolist()))
+    best = dict(zip(slot[known].tolist(), totals[known].tolist(), strict=False))
     filled = totals.copy()
     lookup = np.asarray([best.get(s, math.nan) for s in slot[missing].tolist()], dtype=np.float32)
     filled[missing] = lookup
     origins = dict(samples.totals)
     if mib is not None:
         still = np.isnan(filled)
-        for node, gpu in set(zip(samples.node[still].tolist(), samples.gpu[still].tolist())):
+        for node, gpu in set(zip(samples.node[still].tolist(), samples.gpu[still].tolist(), strict=False)):
             origins[(samples.nodes[node], gpu)] = TotalOrigin(True, OPTION)
         filled[still] = mib
     return replace(samples, mem_total=filled, totals=origins)

@@ -171,7 +171,8 @@ def to_text(report: WasteReport, top: int = 10) -> str:
     out += ["", f"Longest intervals (top {top}), with evidence:"]
     for row in report.intervals[:top]:
         out.append(
-            f"  {row.job} {row.node}:{row.gpu} {row.kind} at {row.start} for {row.minutes:.1f} min (util {row.util:.1f}%): {row.cause}"
+            f"  {row.job} {row.node}:{row.gpu} {row.kind} at {row.start}"
+            f" for {row.minutes:.1f} min (util {row.util:.1f}%): {row.cause}"
         )
         out += [f"      | {line}" for line in row.evidence]
     late = [c for c in report.convergence if c.after_gpu_h]
@@ -179,7 +180,8 @@ def to_text(report: WasteReport, top: int = 10) -> str:
         out += ["", "Early termination: GPU time after the loss came within 0.1% of its best"]
         early = sum(c.within_at_pct <= 40 for c in report.convergence)
         out.append(
-            f"  {early} of {len(report.convergence)} runs got there within 40% of their time; {sum(c.after_gpu_h or 0 for c in late):,.2f} GPU-h spent after"
+            f"  {early} of {len(report.convergence)} runs got there within 40% of their time;"
+            f" {sum(c.after_gpu_h or 0 for c in late):,.2f} GPU-h spent after"
         )
         out += [
             f"  {c.job:<14} at {c.within_at_pct:5.1f}% of the run, {c.after_gpu_h:.2f} GPU-h after"

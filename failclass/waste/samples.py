@@ -63,7 +63,9 @@ class GpuSamples:
         columns: tuple[list[float], ...] = ([], [], [], [], [], [], [])
         for node, gpu, ts, util, used, total, job in rows:
             for column, value in zip(
-                columns, (nodes.setdefault(node, len(nodes)), gpu, ts, util, used, total, jobs.setdefault(job, len(jobs)))
+                columns,
+                (nodes.setdefault(node, len(nodes)), gpu, ts, util, used, total, jobs.setdefault(job, len(jobs))),
+                strict=False,
             ):
                 column.append(value)
         samples = GpuSamples(

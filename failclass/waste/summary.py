@@ -57,7 +57,7 @@ class Headline:
 
 def job_waste(measured: Measured, jobs: Mapping[str, JobAllocation], thresholds: Thresholds) -> list[JobWaste]:
     use, names = measured.gpus, measured.samples.jobs
-    drops = {int(j) for j, kind in zip(measured.intervals.job, measured.intervals.kind) if kind == "sudden_drop"}
+    drops = {int(j) for j, kind in zip(measured.intervals.job, measured.intervals.kind, strict=False) if kind == "sudden_drop"}
     found = []
     for code in np.unique(use.job):
         rows = np.flatnonzero(use.job == code)

@@ -84,11 +84,11 @@ def _job_signals(
     idle = table.util[rows] == 0
     if policy.idle_needs_free_memory:
         idle &= np.nan_to_num(table.mem_used[rows]) == 0
-    gpus = [f"{table.nodes[n]}:{g}" for n, g in zip(table.node[rows], table.gpu[rows])]
+    gpus = [f"{table.nodes[n]}:{g}" for n, g in zip(table.node[rows], table.gpu[rows], strict=False)]
     last_work: dict[str, float] = {}
     first_seen: dict[str, float] = {}
     touched: dict[str, bool] = {}
-    for gpu, ts, is_idle, mem in zip(gpus, table.ts[rows], idle, np.nan_to_num(table.mem_used[rows])):
+    for gpu, ts, is_idle, mem in zip(gpus, table.ts[rows], idle, np.nan_to_num(table.mem_used[rows]), strict=False):
         first_seen.setdefault(gpu, ts)
         touched[gpu] = touched.get(gpu, False) or not is_idle or mem > 0
         if not is_idle:

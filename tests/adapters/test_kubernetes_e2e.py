@@ -190,7 +190,7 @@ def decisions(logs: list[Path]) -> list[dict[str, Any]]:
 def test_two_replicas_decide_a_watched_failure_once(api: tuple[ApiState, ApiServer, Path], tmp_path: Path) -> None:
     state, server, kubeconfig = api
     database, logs = tmp_path / "failclass.db", [tmp_path / "a.out", tmp_path / "b.out"]
-    replicas = [replica(name, kubeconfig, database, log) for name, log in zip(("replica-a", "replica-b"), logs)]
+    replicas = [replica(name, kubeconfig, database, log) for name, log in zip(("replica-a", "replica-b"), logs, strict=False)]
     try:
         assert wait_for(lambda: any("is leading" in log.read_text() for log in logs), 30), [log.read_text() for log in logs]
         leader = next(i for i, log in enumerate(logs) if "is leading" in log.read_text())

@@ -47,7 +47,7 @@ def test_runtime_to_failure_follows_the_quantiles(simulated: Path) -> None:
         if len(rtf) < 50:
             continue
         checked += 1
-        for level, quantile in zip((0.5, 0.9), stats.quantiles[:2]):
+        for level, quantile in zip((0.5, 0.9), stats.quantiles[:2], strict=False):
             share = float((rtf <= quantile).mean())  # should be `level`, within sampling noise
             noise = 4 * (level * (1 - level) / len(rtf)) ** 0.5
             assert abs(share - level) <= noise, (stats.reason_id, level, share)

@@ -45,7 +45,7 @@ def test_no_import_cycle() -> None:
         state[node] = 1
         for target in sorted(graph.get(node, ())):
             if state.get(target) == 1:
-                cycle = trail[trail.index(target) :] + [target] if target in trail else [node, target]
+                cycle = [*trail[trail.index(target) :], target] if target in trail else [node, target]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
             if target not in state:
                 visit(target, [*trail, target])
@@ -75,7 +75,7 @@ def test_the_library_does_not_import_its_entry_points() -> None:
 
 def test_modules_and_functions_stay_small() -> None:
     too_long = []
-    for name, path in modules():
+    for _name, path in modules():
         relative = str(path.relative_to(PACKAGE.parent))
         if relative in GENERATED:
             continue

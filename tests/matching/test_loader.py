@@ -75,7 +75,7 @@ def test_broken_rule_names_file_rule_and_field(tmp_path: Path, old: str, new: st
 def test_rule_without_positive_example_is_refused(tmp_path: Path) -> None:
     start = GOOD_RULE.index("    examples:")
     write(tmp_path, "gpu_oom.yaml", GOOD_RULE[:start])
-    with pytest.raises(RuleError, match="examples.positive.*at least one real example"):
+    with pytest.raises(RuleError, match=r"examples.positive.*at least one real example"):
         load_rules([tmp_path], builtin=False)
 
 
@@ -88,7 +88,7 @@ def test_duplicate_rule_id_across_folders_is_refused(tmp_path: Path) -> None:
 
 def test_file_named_after_another_reason_is_refused(tmp_path: Path) -> None:
     write(tmp_path, "cpu_oom.yaml", GOOD_RULE)
-    with pytest.raises(RuleError, match="must be named gpu_oom.yaml"):
+    with pytest.raises(RuleError, match=r"must be named gpu_oom\.yaml"):
         load_rules([tmp_path], builtin=False)
 
 

@@ -51,7 +51,7 @@ def test_estimator_contract(small_model: FailureTextModel) -> None:
 
 def test_model_learns_real_logs(small_model: FailureTextModel) -> None:
     texts, labels = corpus_texts(("gpu_oom", "syntax_error", "mpi_runtime_failure"), 12)
-    right = sum(p == t for p, t in zip(small_model.predict(texts), labels))
+    right = sum(p == t for p, t in zip(small_model.predict(texts), labels, strict=False))
     assert right / len(labels) > 0.9
     probabilities = small_model.predict_proba(texts[:3])
     assert probabilities.shape == (3, len(small_model.classes_))
@@ -77,8 +77,8 @@ def test_region_is_trouble_near_the_end_and_the_last_lines() -> None:
     chosen = region_indices(lines)
     assert len(chosen) == LIMITS.region_lines and chosen[-1] == len(lines) - 1
     progress = [f"step {i} loss 0.5" for i in range(100)]
-    lines = progress + ["RuntimeError: boom"] + progress[:FINAL_LINES]
-    assert region_indices(lines) == [100] + list(range(101, 101 + FINAL_LINES))
+    lines = [*progress, "RuntimeError: boom", *progress[:FINAL_LINES]]
+    assert region_indices(lines) == [100, *list(range(101, 101 + FINAL_LINES))]
     assert region_lines("a\n\nb\rc\n") == ["a", "c"]
 
 

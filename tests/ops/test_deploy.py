@@ -90,7 +90,7 @@ def test_the_dashboard_is_well_formed() -> None:
     cells: set[tuple[int, int]] = set()
     for panel in board["panels"]:
         grid = panel["gridPos"]
-        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24 and grid["h"] > 0, panel["title"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24 and grid["h"] > 0, panel["title"]
         mine = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])}
         assert not cells & mine, f"{panel['title']} overlaps another panel"
         cells |= mine

@@ -20,7 +20,7 @@ def _migrate(url: str, start: Barrier, failures: multiprocessing.Queue[str]) -> 
     start.wait()
     try:
         upgrade(engine)
-    except Exception:  # noqa: BLE001 (any failure of a migrating process is the finding)
+    except Exception:
         failures.put(traceback.format_exc())
     finally:
         engine.dispose()

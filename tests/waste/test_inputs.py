@@ -27,7 +27,7 @@ def readings(slots: list[tuple[str, int]], times: range, job: str = "") -> list[
 
 def placed(samples: GpuSamples) -> dict[str, set[tuple[str, int]]]:
     found: dict[str, set[tuple[str, int]]] = {}
-    for job, node, gpu in zip(samples.job.tolist(), samples.node.tolist(), samples.gpu.tolist()):
+    for job, node, gpu in zip(samples.job.tolist(), samples.node.tolist(), samples.gpu.tolist(), strict=False):
         found.setdefault(samples.jobs[job], set()).add((samples.nodes[node], gpu))
     return found
 

@@ -47,7 +47,7 @@ def test_a_gpu_never_touched_after_ten_minutes_is_flagged_with_its_name():
     busy = readings("nb", 60, 20)
     rows = [
         (busy.nodes[n], int(g), t, float(u), float(m), 40960.0, "nb")
-        for n, g, t, u, m in zip(busy.node, busy.gpu, busy.ts, busy.util, busy.mem_used)
+        for n, g, t, u, m in zip(busy.node, busy.gpu, busy.ts, busy.util, busy.mem_used, strict=False)
     ]
     rows += [("n1", 1, START + 15 * i, 0.0, 0.0, 40960.0, "nb") for i in range(80)]
     found = watch(GpuSamples.from_rows(rows, "t"), {"nb": JobAllocation("nb", start=START)}, START + 20 * 60, POLICY)

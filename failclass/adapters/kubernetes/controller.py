@@ -67,7 +67,7 @@ class KubernetesJobs:
             path.write_text(evidence)
             return {f"kubernetes://{pod.key}": path}
         logs = {f"kubernetes://{pod.key}/{container}": workdir / f"{pod.name}.{container}.log" for container in containers}
-        for container, path in zip(containers, logs.values()):
+        for container, path in zip(containers, logs.values(), strict=False):
             path.write_text(self.cluster.log(pod, container).rstrip("\n") + "\n" + evidence)
         return logs
 

@@ -26,7 +26,7 @@ STILL_RUNNING = ("RUNNING", "SUSPENDED", "CONFIGURING", "RESIZING")
 def read_scontrol(text: str, path: Path) -> JobsFile:
     starts = [m.start() for m in _RECORD.finditer(text)]
     jobs, never = [], 0
-    for number, (begin, end) in enumerate(zip(starts, [*starts[1:], len(text)]), 1):
+    for number, (begin, end) in enumerate(zip(starts, [*starts[1:], len(text)], strict=False), 1):
         record = text[begin:end]
         fields = dict(_FIELD.findall(record))
         if fields.get("JobState") == "PENDING" or not node_list(fields.get("NodeList", "")):

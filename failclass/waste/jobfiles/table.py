@@ -115,7 +115,7 @@ def _jobs(rows: list[dict[str, str]], path: Path, shape: str) -> JobsFile:
     ids = set(names)
     steps: dict[str, set[str]] = {}
     jobs, never = [], 0
-    for number, (row, name) in enumerate(zip(rows, names), 1):
+    for number, (row, name) in enumerate(zip(rows, names, strict=False), 1):
         step = _STEP.match(name)
         if step and step.group(1) in ids:
             steps.setdefault(step.group(1), set()).add(step.group(2))
