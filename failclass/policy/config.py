@@ -13,6 +13,7 @@ that ``hook decide``, which loads the policy on every call, does not import it.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import types
@@ -142,7 +143,7 @@ def _checked(kind: type, values: Any, where: str) -> dict[str, Any]:
     bool is no number, a string no bool, a number finite) and its bounds."""
     if not isinstance(values, dict):
         raise ConfigError(f"{where}: expected a mapping of settings, not {type(values).__name__}")
-    hints = typing.get_type_hints(kind)
+    hints = _type_hints(kind)
     known = {f.name: f for f in fields(kind) if f.name != "clause"}
     unknown = set(values) - set(known)
     if unknown:
@@ -172,6 +173,12 @@ def _checked(kind: type, values: Any, where: str) -> dict[str, Any]:
             if meta.get(bound) is not None and not holds(value, meta[bound]):
                 raise ConfigError(f"{at}: {value!r} must be {says} {meta[bound]}")
     return dict(values)
+
+
+@functools.cache
+def _type_hints(kind: type) -> dict[str, Any]:
+    """A settings class's field types, resolved once (each layer of the file asks again)."""
+    return typing.get_type_hints(kind)
 
 
 def _of_type(value: Any, types_: tuple[Any, ...]) -> bool:

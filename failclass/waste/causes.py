@@ -56,16 +56,18 @@ class LogEvidence:
         """Whether a pattern finds the line's message: its last carriage-return state, after
         any rank tag, time stamp, logger name or level (``^`` is the message's start)."""
         line = segment(line)
-        if any(p.search(line) for p in self.patterns if not p.pattern.startswith("^")):
+        anywhere, at_start = self._split
+        if any(p.search(line) for p in anywhere):
             return True
-        anchored = self._at_message_start
-        return bool(anchored) and any(p.match(line, at) for at in MESSAGE.starts(line) for p in anchored)
+        return bool(at_start) and any(p.match(line, at) for at in MESSAGE.starts(line) for p in at_start)
 
     @cached_property
-    def _at_message_start(self) -> tuple[re.Pattern[str], ...]:
-        """The ``^`` patterns without their caret, for ``match`` at each place a message may
-        start (``re``'s ``^`` holds only at the string's start, not at ``match``'s ``pos``)."""
-        return tuple(re.compile(p.pattern[1:], p.flags) for p in self.patterns if p.pattern.startswith("^"))
+    def _split(self) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
+        """The unanchored patterns, and the ``^`` ones without their caret, for ``match`` at each
+        place a message may start (``re``'s ``^`` holds only at the string's start, not at ``pos``)."""
+        anywhere = tuple(p for p in self.patterns if not p.pattern.startswith("^"))
+        at_start = tuple(re.compile(p.pattern[1:], p.flags) for p in self.patterns if p.pattern.startswith("^"))
+        return anywhere, at_start
 
 
 @dataclass(frozen=True)

@@ -34,16 +34,7 @@ def explain(
     iv, use, names = measured.intervals, measured.gpus, measured.samples.jobs
     if not len(iv.kind):
         return []
-    peak = {
-        (int(j), int(n), int(g)): (float(p), float(t))
-        for j, n, g, p, t in zip(use.job, use.node, use.gpu, use.mem_peak, use.mem_total, strict=False)
-    }
-    held = {
-        (int(j), int(n), int(g)): max(float(h), 1e-9) for j, n, g, h in zip(use.job, use.node, use.gpu, use.held_s, strict=False)
-    }
-    synchronous = {
-        (int(j), int(n), int(g)): bool(d) for j, n, g, d in zip(use.job, use.node, use.gpu, use.synchronous_dips, strict=False)
-    }
+    gpu_of = {(int(j), int(n), int(g)): i for i, (j, n, g) in enumerate(zip(use.job, use.node, use.gpu, strict=True))}
     used = {int(j) for j, never in zip(use.job, use.never_used, strict=False) if not never}
     size = len(names)
     job_end = np.full(size, -np.inf)
@@ -59,20 +50,21 @@ def explain(
     for row in range(len(iv.kind)):
         code = int(iv.job[row])
         name = names[code]
+        gpu = gpu_of[(code, int(iv.node[row]), int(iv.gpu[row]))]
         facts = _Facts(
             kind=str(iv.kind[row]),
             start=float(iv.start[row]),
             end=float(iv.end[row]),
             job_start=float(job_start[code]),
             job_end=float(job_end[code]),
-            peak_pct=_pct(*peak[(code, int(iv.node[row]), int(iv.gpu[row]))]),
+            peak_pct=_pct(float(use.mem_peak[gpu]), float(use.mem_total[gpu])),
             other_gpus_used=code in used,
             job_kind=jobs[name].kind if name in jobs else "batch",
             idle_share=float(idle_share[code]),
             slack=min(SLACK_S, 0.05 * float(job_end[code] - job_start[code])),
-            synchronous_dips=synchronous[(code, int(iv.node[row]), int(iv.gpu[row]))],
+            synchronous_dips=bool(use.synchronous_dips[gpu]),
             job_low=bool(job_util[code] <= measured.thresholds.low_util_pct),
-            phase_share=(float(iv.end[row] - iv.start[row]) / held[(code, int(iv.node[row]), int(iv.gpu[row]))]),
+            phase_share=float(iv.end[row] - iv.start[row]) / max(float(use.held_s[gpu]), 1e-9),
         )
         found.append(_first_cause(row, facts, causes, timelines.get(name), hits))
     return found

@@ -129,10 +129,7 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
     low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle
     phases = _runs(low, change, dt, thresholds.phase_min_s)
     phases = phases.take(phases.last - phases.first + 1 >= thresholds.phase_readings)
-    edges = np.zeros(len(table) + 1, dtype=np.int64)
-    np.add.at(edges, phases.first, 1)
-    np.add.at(edges, phases.last + 1, -1)
-    in_phase = np.cumsum(edges[:-1]) > 0
+    in_phase = phases.covering(len(table))
     drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds) & ~in_phase, change, dt, thresholds.drop_min_s)
     covered = sum(np.bincount(segment[r.first], weights=r.seconds, minlength=len(first)) for r in (idle_runs, drops, phases))
     steady = np.flatnonzero((use.util <= thresholds.low_util_pct) & ~use.never_used & (covered < 0.5 * held))
@@ -154,6 +151,13 @@ class _Runs:
 
     def take(self, keep: np.ndarray) -> _Runs:
         return _Runs(self.first[keep], self.last[keep], self.seconds[keep])
+
+    def covering(self, rows: int) -> np.ndarray:
+        """A mask of the ``rows`` rows that lie in one of these runs."""
+        edges = np.zeros(rows + 1, dtype=np.int64)
+        np.add.at(edges, self.first, 1)
+        np.add.at(edges, self.last + 1, -1)
+        return np.cumsum(edges[:-1]) > 0
 
 
 def _durations(ts: np.ndarray, change: np.ndarray, max_gap_s: float) -> np.ndarray:
@@ -193,11 +197,7 @@ def _synchronous_dips(
     dip = ~use.never_used[segment] & ~idle & (table.util < 0.5 * busy[segment])
     count = np.bincount(segment[~idle], minlength=len(first))
     runs = _runs(dip, change, np.ones(len(table)), 0.0)
-    long_run = np.zeros(len(table) + 1, dtype=np.int64)
-    longer = runs.last - runs.first + 1 > 2
-    np.add.at(long_run, runs.first[longer], 1)
-    np.add.at(long_run, runs.last[longer] + 1, -1)
-    short = dip & (np.cumsum(long_run[:-1]) == 0)
+    short = dip & ~runs.take(runs.last - runs.first + 1 > 2).covering(len(table))
     step = max(float(np.median(dt)), 1e-3) if len(dt) else 1.0
     tick = np.round((table.ts - table.ts.min()) / step).astype(np.int64) if len(table) else np.zeros(0, dtype=np.int64)
     gpus = np.bincount(use.job[~use.never_used], minlength=len(table.jobs))
@@ -238,26 +238,28 @@ def _below_three_sigma(table: GpuSamples, segment: np.ndarray, first: np.ndarray
 
 def _segment_high(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
     """Each segment's 90th percentile (the level it works at when it works)."""
-    order = np.lexsort((values, segment))
-    counts = np.bincount(segment, minlength=segments)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    ordered, starts, counts = _sorted_by_segment(values, segment, segments)
     high = np.full(segments, np.nan)
     present = counts > 0
-    high[present] = values[order][starts[present] + (9 * (counts[present] - 1)) // 10]
+    high[present] = ordered[starts[present] + (9 * (counts[present] - 1)) // 10]
     return high
 
 
 def _segment_median(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
-    order = np.lexsort((values, segment))
-    counts = np.bincount(segment, minlength=segments)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    ordered = values[order]
+    ordered, starts, counts = _sorted_by_segment(values, segment, segments)
     median = np.full(segments, np.nan)
     present = counts > 0
     low = starts[present] + (counts[present] - 1) // 2
     high = starts[present] + counts[present] // 2
     median[present] = (ordered[low] + ordered[high]) / 2
     return median
+
+
+def _sorted_by_segment(values: np.ndarray, segment: np.ndarray, segments: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``values`` sorted within their segments, each segment's first index and its count."""
+    counts = np.bincount(segment, minlength=segments)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return values[np.lexsort((values, segment))], starts, counts
 
 
 def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, mem: np.ndarray) -> Intervals:
