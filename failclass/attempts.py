@@ -1,14 +1,26 @@
 """Attempt facts: what the scheduler knows of one run of a job, besides its log, and what
-the scheduler itself says ended it."""
+the scheduler itself says ended it.
+
+`Attempt` is the one definition of the facts: the service's request body
+(failclass.service.schemas.AttemptIn) is built from its fields, each bounded by the kind
+of value its metadata names (``held``: what the database holds of it, in
+failclass.service.fields), and the hook checks its facts against that body's schema."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
-STATUSES = ("passed", "failed", "killed", "unsuccessful")
+Status = Literal["passed", "failed", "killed", "unsuccessful"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+
+def held(kind: str, most: int | None = None, description: str | None = None) -> dict[str, Any]:
+    """A field's bound at the door: the kind of value (a name, a row id, a node, a path...),
+    for a list how many items at most, and what the field means where its name does not say."""
+    return {"held": kind, "most": most, "description": description}
 
 
 class InvalidAttempt(ValueError):
@@ -24,21 +36,23 @@ class InvalidAttempt(ValueError):
 class Attempt:
     """One attempt of a job (attempt numbers start at 1)."""
 
-    job_id: str
-    attempt: int
-    user: str
-    vc: str = "default"
-    status: str = "failed"
-    submit_time: datetime | None = None
-    start_time: datetime | None = None
-    end_time: datetime | None = None
-    gpus: int = 0
-    gpu_type: str | None = None
-    nodes: tuple[str, ...] = ()
-    exit_code: int | None = None
-    signal: int | None = None
-    inputs: tuple[str, ...] = field(default=())
-    logs: tuple[str, ...] = field(default=())
+    job_id: str = field(metadata=held("name"))
+    attempt: int = field(metadata=held("row_id"))
+    user: str = field(metadata=held("name"))
+    vc: str = field(default="default", metadata=held("label"))
+    status: Status = "failed"
+    submit_time: datetime | None = field(default=None, metadata=held("time"))
+    start_time: datetime | None = field(default=None, metadata=held("time"))
+    end_time: datetime | None = field(default=None, metadata=held("time"))
+    gpus: int = field(default=0, metadata=held("count"))
+    gpu_type: str | None = field(default=None, metadata=held("gpu_type"))
+    nodes: tuple[str, ...] = field(default=(), metadata=held("node", 4096))
+    exit_code: int | None = field(default=None, metadata=held("int32"))
+    signal: int | None = field(default=None, metadata=held("int32"))
+    inputs: tuple[str, ...] = field(default=(), metadata=held("path", 1024))
+    logs: tuple[str, ...] = field(
+        default=(), metadata={**held("path", 1024), "description": "where the logs are, recorded as facts"}
+    )
 
     def __post_init__(self) -> None:
         """The one check of attempt facts: the service's requests and the hook's facts alike."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from failclass.contracts import Classification, Evidence, Rival, Source
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
 from failclass.logs.region import TailLines, names_no_cause, segment
@@ -45,64 +46,12 @@ def signature_confidence(priority: int) -> float:
 
 
 @dataclass(frozen=True)
-class Evidence:
-    line: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Rival:
-    """A rule that fired but lost to the answer, and why (``--explain``)."""
-
-    rule_id: str
-    reason: str
-    kind: str
-    priority: int
-    line: int
-    text: str
-    lost_because: str
-
-
-@dataclass(frozen=True)
 class ModelGuess:
     """What the fallback model says of a log, when it is confident enough."""
 
     reason: str
     confidence: float
     evidence: Evidence
-
-
-@dataclass(frozen=True)
-class Classification:
-    reason: str
-    reason_name: str
-    categories: tuple[str, ...]
-    source: str
-    rule_id: str | None
-    why: str
-    confidence: float
-    evidence: tuple[Evidence, ...]
-    bytes_read: int
-    lines: int
-    also_matched: tuple[Rival, ...] = field(default=())
-
-    def to_dict(self, explain: bool = False) -> dict[str, Any]:
-        """The classify contract of DESIGN.md (plus ``also_matched`` when explaining)."""
-        data: dict[str, Any] = {
-            "reason": self.reason,
-            "reason_name": self.reason_name,
-            "categories": list(self.categories),
-            "source": self.source,
-            "rule_id": self.rule_id,
-            "why": self.why,
-            "confidence": self.confidence,
-            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
-            "bytes": self.bytes_read,
-            "lines": self.lines,
-        }
-        if explain:
-            data["also_matched"] = [asdict(rival) for rival in self.also_matched]
-        return data
 
 
 @dataclass(frozen=True)
@@ -280,7 +229,7 @@ class Classifier:
     def _classification(
         self,
         reason_id: str,
-        source: str,
+        source: Source,
         rule_id: str | None,
         confidence: float,
         evidence: tuple[Evidence, ...],
@@ -302,7 +251,7 @@ class Classifier:
             why=self.rules[rule_id].why if rule_id else (MODEL_WHY if source == "model" else ""),
             confidence=confidence,
             evidence=evidence,
-            bytes_read=size,
+            bytes=size,
             lines=scan.lines,
             also_matched=also,
         )

@@ -1,71 +1,186 @@
-"""The contract objects as they travel (JSON): a classification, a decision, and a stored
-decision. One definition for the store, which keeps and reads them, and the service, which
-answers with them and documents them (pydantic reads these TypedDicts for OpenAPI)."""
+"""The contract objects as they travel: one typed model per concept (the evidence of a
+classification, a decision with its explanation and effects, a stored decision, an
+admission), and the one place they become JSON and are read back (`to_json`,
+`from_json`). The library makes them, the store keeps their JSON, the hook and the
+adapters read them back, and the service answers with them: pydantic reads these
+dataclasses for validation and for the OpenAPI document. Plain dataclasses, so that the
+hook, which starts in a tenth of a second, loads no pydantic to read them."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import JsonValue
-from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+import dataclasses
+import functools
+import types
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 Action = Literal["retry", "retry_elsewhere", "retry_with_more_resources", "no_retry", "hold", "reject"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
+RetryAction = Literal["retry", "retry_elsewhere", "retry_with_more_resources"]
+RETRY_ACTIONS: tuple[RetryAction, ...] = get_args(RetryAction)
+Mode = Literal["enforce", "audit"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+Source = Literal["signature", "model", "scheduler", "none"]  # what named a classification's reason
+DecisionKind = Literal["failure", "admission"]  # a finished attempt's decision, or a submission's
 
 
-class EvidenceLine(TypedDict):
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """One line of the log that shows the reason (line numbers from 1; 0 for a line that
+    is not the log's: the scheduler's own record)."""
+
     line: int
     text: str
 
 
-class ClassificationOut(TypedDict):
-    """The classify contract: the reason, how it was found, and the lines that show it."""
+@dataclasses.dataclass(frozen=True)
+class Rival:
+    """A rule that fired but lost to the answer, and why."""
+
+    rule_id: str
+    reason: str
+    kind: str
+    priority: int
+    line: int
+    text: str
+    lost_because: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Classification:
+    """Why an attempt failed, as its log shows it: the reason (docs/TAXONOMY.md), what
+    named it, the lines that show it, how much of the log was read, and the rules that
+    fired but lost (`classify --explain` prints them)."""
 
     reason: str
     reason_name: str
-    categories: list[str]
-    source: str
+    categories: tuple[str, ...]
+    source: Source
     rule_id: str | None
     why: str
     confidence: float
-    evidence: list[EvidenceLine]
+    evidence: tuple[Evidence, ...]
     bytes: int
     lines: int
+    also_matched: tuple[Rival, ...] = ()
 
 
-class Explanation(TypedDict):
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """Why a decision was made: the classified reason and rule, the evidence, the policy
+    clause that decided, in words, and the policy's counters."""
+
     reason: str
     rule_id: str | None
-    evidence: list[EvidenceLine]
     policy_clause: str
     message: str
-    counters: dict[str, JsonValue]  # the policy's counters
+    counters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    evidence: tuple[Evidence, ...] = ()
 
 
-class DecisionEffects(TypedDict):
-    hold: str | None
-    blacklisted_inputs: list[str]
-    suspect_nodes: list[str]
+@dataclasses.dataclass(frozen=True)
+class Effects:
+    """What a decision changes in the cluster's memory (a hold on the user for a reason,
+    inputs blacklisted, nodes that became suspect) and what it counts against (the inputs
+    and nodes this failure implicates)."""
+
+    hold: str | None = None
+    blacklisted_inputs: tuple[str, ...] = ()
+    suspect_nodes: tuple[str, ...] = ()
+    implicated_inputs: tuple[str, ...] = ()
+    implicated_nodes: tuple[str, ...] = ()
 
 
-class DecisionOut(TypedDict):
-    """The decision contract: what the scheduler should do, and why."""
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What the scheduler should do with a failed attempt or a stopped submission, and why."""
 
     action: Action
-    mode: str
-    enforced: bool
-    backoff_seconds: float | None
-    exclude_nodes: list[str]
-    avoid_gpu_types: list[str]
-    memory_factor: float | None
     explanation: Explanation
-    effects: DecisionEffects
+    mode: Mode = "enforce"
+    enforced: bool = True  # mode == "enforce": an audit decision is reported, not acted on
+    backoff_seconds: float | None = None
+    exclude_nodes: tuple[str, ...] = ()
+    avoid_gpu_types: tuple[str, ...] = ()
+    memory_factor: float | None = None
+    effects: Effects = dataclasses.field(default_factory=Effects)
+
+    def in_mode(self, mode: Mode) -> Decision:
+        return dataclasses.replace(self, mode=mode, enforced=mode == "enforce")
 
 
-class DecisionRecord(DecisionOut):
-    """A stored decision: who and when, then the decision contract."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DecisionRecord(Decision):
+    """A stored decision: the decision, then what it was about and when."""
 
     id: int
-    kind: Literal["failure", "admission"]
+    kind: DecisionKind
     job_id: str
     user: str
-    decided_at: str
+    decided_at: datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class Admitted:
+    """A submission that may run."""
+
+    mode: Mode = "enforce"
+    enforced: bool = True
+    action: Literal["admit"] = "admit"
+
+
+# -- JSON: the one way in and out ---------------------------------------------------------
+
+Model = TypeVar("Model")
+
+
+def to_json(value: Any) -> Any:
+    """A contract object (or a list or mapping of them) as JSON: tuples as lists, times in ISO 8601."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [to_json(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: to_json(item) for key, item in value.items()}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def classification_json(found: Classification, explain: bool = False) -> dict[str, Any]:
+    """The classify contract as `classify --json` and batch rows print it: the rules that
+    lost only when explaining."""
+    body = to_json(found)
+    if not explain:
+        del body["also_matched"]
+    return body
+
+
+def from_json(kind: type[Model], body: Mapping[str, Any]) -> Model:
+    """The contract object ``body`` (as `to_json` wrote it) describes; a key it lacks takes
+    the field's default, so that bodies stored by an earlier version still read."""
+    hints = _hints(kind)  # type: ignore[arg-type]  # a class is hashable
+    names = (f.name for f in dataclasses.fields(kind))  # type: ignore[arg-type]
+    return kind(**{name: _read(hints[name], body[name]) for name in names if name in body})
+
+
+@functools.cache
+def _hints(kind: type) -> dict[str, Any]:
+    return get_type_hints(kind)
+
+
+def _read(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        hint = next(arg for arg in get_args(hint) if arg is not type(None))
+        origin = get_origin(hint)
+    if origin is tuple:
+        return tuple(_read(get_args(hint)[0], item) for item in value)
+    if hint is datetime and isinstance(value, str):
+        return datetime.fromisoformat(value)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return from_json(hint, value)
+    return value

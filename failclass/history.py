@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from failclass.contracts import Classification
 from failclass.logs.facts import Progress
 
 
@@ -20,6 +21,10 @@ class Failure:
     rule_id: str | None
     evidence: tuple[str, ...] = ()
     progress: Progress | None = None
+
+    @classmethod
+    def of(cls, classification: Classification, progress: Progress | None) -> Failure:
+        return cls(classification.reason, classification.rule_id, tuple(e.text for e in classification.evidence), progress)
 
     @property
     def signature(self) -> str:

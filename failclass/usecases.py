@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from failclass.attempts import Attempt
 from failclass.classifier import Examination
-from failclass.decision import Decision
+from failclass.contracts import Admitted, Decision
 from failclass.history import Failure, History, PriorAttempt
 from failclass.policy.config import PolicyConfig
 from failclass.policy.decide import admit, decide, history_needs, implicated_inputs
@@ -23,8 +23,13 @@ if TYPE_CHECKING:  # the store loads only where a use case records something
 
 def failure_of(examined: Examination) -> Failure:
     """The classification facts the policy uses."""
-    result = examined.classification
-    return Failure(result.reason, result.rule_id, tuple(e.text for e in result.evidence), examined.progress)
+    return Failure.of(examined.classification, examined.progress)
+
+
+def _with_evidence(decision: Decision, examined: Examination) -> Decision:
+    """The decision, its explanation quoting the classification's evidence."""
+    why = dataclasses.replace(decision.explanation, evidence=examined.classification.evidence)
+    return dataclasses.replace(decision, explanation=why)
 
 
 def report_attempt(
@@ -42,12 +47,11 @@ def report_attempt(
     passed = attempt.status == "passed"
 
     def deciding(history: History) -> Decision:
-        return decide(attempt, failure, history, config)
+        return _with_evidence(decide(attempt, failure, history, config), examined)
 
     return store.record(
         attempt,
-        examined.classification.to_dict(),
-        failure,
+        examined,
         paths,
         None if passed else deciding,
         history_needs(attempt, failure, config, now),
@@ -56,7 +60,7 @@ def report_attempt(
     )
 
 
-def decide_without_history(attempt: Attempt, examined: Examination, config: PolicyConfig, counted: bool = True) -> dict[str, Any]:
+def decide_without_history(attempt: Attempt, examined: Examination, config: PolicyConfig, counted: bool = True) -> Decision:
     """A decision when the store cannot be reached: every earlier attempt of the job counts
     as a failure of the same signature, so it never grants more retries than the budget.
     Not ``counted`` (the attempt's number is unknown), the budget counts as spent: a
@@ -66,20 +70,19 @@ def decide_without_history(attempt: Attempt, examined: Examination, config: Poli
     earlier = attempt.attempt - 1 if counted else rules.max_retries
     prior = tuple(PriorAttempt(n, failure.signature, failure.reason) for n in range(1, earlier + 1))
     decision = decide(attempt, failure, History(job_attempts=prior), config)
-    if not counted and decision.clause.endswith(".max_retries"):
-        unknown = {**decision.counters, "failure_of_signature": None}
+    why = decision.explanation
+    if not counted and why.policy_clause.endswith(".max_retries"):
+        unknown = {**why.counters, "failure_of_signature": None}
         message = f"attempt number unknown: the retry budget ({rules.max_retries}) cannot be counted, so no retry is granted"
-        decision = dataclasses.replace(decision, message=message, counters=unknown)
-    classification = examined.classification.to_dict()
-    return {"classification": classification, **decision.to_dict(classification["evidence"])}
+        decision = dataclasses.replace(decision, explanation=dataclasses.replace(why, message=message, counters=unknown))
+    return _with_evidence(decision, examined)
 
 
-def admit_submission(store: Records, attempt: Attempt, config: PolicyConfig, now: datetime | None = None) -> dict[str, Any]:
-    """{"action": "admit"}, or the rejection or hold (recorded) that stops the submission."""
+def admit_submission(store: Records, attempt: Attempt, config: PolicyConfig, now: datetime | None = None) -> Decision | Admitted:
+    """Admitted, or the rejection or hold (recorded) that stops the submission."""
 
     def judge(history: History, expected: Sequence[str]) -> Decision | None:
-        found = admit(attempt, history, config, expected)
-        return None if found is None else dataclasses.replace(found, mode=config.mode)
+        return admit(attempt, history, config, expected)
 
     answer = store.admit(attempt, judge, now)
-    return answer if answer is not None else {"action": "admit", "mode": config.mode}
+    return answer if answer is not None else Admitted(config.mode, config.mode == "enforce")

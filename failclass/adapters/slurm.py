@@ -170,10 +170,11 @@ class Scontrol:
             commands = [["hold", job_id]]
         elif action in REQUEUE:
             commands = [] if requeued else [["requeue", job_id]]
-            if action == "retry_elsewhere" and answer.exclude_nodes:
-                commands.append(["update", f"jobid={job_id}", f"ExcNodeList={','.join(answer.exclude_nodes)}"])
-            if answer.backoff_seconds:
-                commands.append(["update", f"jobid={job_id}", f"StartTime=now+{max(int(answer.backoff_seconds), 1)}"])
+            decided = answer.decided
+            if decided and decided.action == "retry_elsewhere" and decided.exclude_nodes:
+                commands.append(["update", f"jobid={job_id}", f"ExcNodeList={','.join(decided.exclude_nodes)}"])
+            if decided and decided.backoff_seconds:
+                commands.append(["update", f"jobid={job_id}", f"StartTime=now+{max(int(decided.backoff_seconds), 1)}"])
         elif action == "hold":
             commands = [["requeuehold", job_id]]
         elif no_retry == "special-exit":

@@ -31,10 +31,10 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from failclass.classifier import Classifier, Examination
-from failclass.contracts import ClassificationOut
+from failclass.contracts import Classification, classification_json
 from failclass.errors import DamagedMember, InputError
 from failclass.limits import LIMITS
 from failclass.logs.archives import Member, is_log_name, members
@@ -106,7 +106,7 @@ def worker_classifier(options: ClassifierOptions) -> Classifier:
 class MemberAnswer:
     """What a worker sends back for one member (pickled by the pool or Dask)."""
 
-    classification: ClassificationOut  # the classify contract, as the results row carries it
+    classification: Classification
     strength: tuple[float, ...]  # how strongly it speaks for the attempt (Classifier.strength)
     progress: Progress | None
     worker: str  # who classified it
@@ -132,8 +132,7 @@ def worker_name() -> str:
 
 def _answer(classifier: Classifier, examined: Examination, worker: str) -> MemberAnswer:
     result = examined.classification
-    contract = cast(ClassificationOut, result.to_dict())
-    return MemberAnswer(contract, tuple(classifier.strength(result)), examined.progress, worker)
+    return MemberAnswer(result, tuple(classifier.strength(result)), examined.progress, worker)
 
 
 class AttemptCollector:
@@ -158,7 +157,7 @@ class AttemptCollector:
         row: dict[str, Any] = {**self.facts.get(key, {}), "job_id": key[0], "attempt": key[1], "logs": logs}  # JSON out
         if answered:
             log, best = max(answered, key=lambda pair: pair[1].strength)
-            row.update(best.classification)
+            row.update(classification_json(best.classification))
             row["evidence_log"] = log
             row["classified_by"] = best.worker
             progresses = [a.progress for _, a in answered if a.progress]
@@ -256,7 +255,7 @@ class BatchRun:
                 local = worker_classifier(self.options)
                 examined = local.examine_stream(Resumed(data, stream))
                 self.collector.add(key, member.name, _answer(local, examined, worker_name()))
-                self.summary.bytes += examined.classification.bytes_read
+                self.summary.bytes += examined.classification.bytes
                 return
         except DamagedMember as exc:
             self.summary.problems.append(str(exc))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from failclass.classifier import Classification
 from failclass.cli.common import EXIT_INPUT, classifier
+from failclass.contracts import Classification, classification_json
 from failclass.errors import InputError
 from failclass.logs.text import open_standard_input
 
@@ -69,7 +69,7 @@ def classify(ctx: click.Context, files: tuple[Path, ...], as_json: bool, explain
             continue
         counts[result.reason] += 1
         if as_json:
-            click.echo(json.dumps({"path": name, **result.to_dict(explain)}, ensure_ascii=False))
+            click.echo(json.dumps({"path": name, **classification_json(result, explain)}, ensure_ascii=False))
         else:
             click.echo(human(name, result, explain))
     if summary or (summary is None and not as_json and len(files) > 1):

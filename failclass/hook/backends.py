@@ -38,7 +38,7 @@ from failclass.usecases import admit_submission, decide_without_history, report_
 if TYPE_CHECKING:
     from failclass.store.records import Records
 
-EXIT_CODES = {
+EXIT_CODES: dict[str, int] = {  # every Action (failclass.contracts), then the answers that decide nothing
     "retry": 10,
     "retry_elsewhere": 11,
     "retry_with_more_resources": 12,
@@ -93,7 +93,7 @@ class LocalBackend:
             context["duplicate"] = True
         else:
             context["log"] = str(log)
-        return HookAnswer.of_recorded(recorded.decision, self.policy.mode, **context)
+        return HookAnswer.of_attempt(recorded.decision, self.policy.mode, **context)
 
     def next_attempt(self, job_id: str) -> int:
         with self._store() as store:
@@ -101,7 +101,7 @@ class LocalBackend:
 
     def admit(self, attempt: Attempt) -> HookAnswer:
         with self._store() as store:
-            return HookAnswer.from_json(admit_submission(store, attempt, self.policy))
+            return HookAnswer(admit_submission(store, attempt, self.policy))
 
 
 def local_fallback(
@@ -117,4 +117,4 @@ def local_fallback(
     False: the attempt's number is unknown."""
     log, examined = examine(classifier, logs, scheduler)
     decided = decide_without_history(attempt, examined, policy, counted)
-    return HookAnswer.from_json(decided, classification=decided["classification"], log=str(log), fallback=why)
+    return HookAnswer(decided, classification=examined.classification, log=str(log), fallback=why)

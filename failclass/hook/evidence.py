@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from failclass.attempts import SchedulerEvidence
-from failclass.classifier import Evidence, Examination
+from failclass.classifier import Examination
+from failclass.contracts import Evidence
 from failclass.matching.taxonomy import Taxonomy
 
 

@@ -1,5 +1,5 @@
 """The attempt facts a hook is given, checked as the service checks a request: by their
-one definition, failclass.service.schemas.AttemptIn. Loading pydantic and building that
+one definition, failclass.attempts.Attempt, as the service's AttemptIn declares it. Loading pydantic and building that
 model is about a third of a hook's start, so the hook first checks the facts against the
 model's own JSON Schema, which the first run that loaded the model kept in the cache
 (failclass.matching.cache), and loads pydantic only where that check does not plainly
@@ -23,7 +23,7 @@ from failclass.attempts import Attempt
 from failclass.matching import cache
 
 PACKAGE = Path(__file__).resolve().parent.parent
-DEFINITION = ("service/schemas.py", "service/fields.py", "limits.py")  # what AttemptIn's schema is built from
+DEFINITION = ("attempts.py", "service/schemas.py", "service/fields.py", "limits.py")  # what AttemptIn's schema is built from
 ATTEMPT_FIELDS = frozenset(f.name for f in fields(Attempt))
 NOTES = frozenset({"title", "description", "default"})  # keywords that check nothing
 CHECKS = frozenset(

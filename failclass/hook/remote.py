@@ -15,6 +15,7 @@ import httpx
 
 from failclass.attempts import Attempt, SchedulerEvidence
 from failclass.classifier import Classifier
+from failclass.contracts import Admitted, Classification, Decision, from_json
 from failclass.errors import ServiceRefused
 from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import local_fallback
@@ -103,14 +104,18 @@ class RemoteBackend:
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
             why = f"service unreachable ({exc}), tried twice: decided locally from the rules, without history"
             return local_fallback(attempt, logs, self.classifier, self.policy, why, scheduler)
-        context: dict[str, Any] = {"attempt_id": answer["attempt_id"], "classification": answer["classification"]}
+        context: dict[str, Any] = {
+            "attempt_id": answer["attempt_id"],
+            "classification": from_json(Classification, answer["classification"]),
+        }
         if answer["duplicate"]:
             context["duplicate"] = True
-        return HookAnswer.of_recorded(answer["decision"], self.policy.mode, **context)
+        decided = answer["decision"]
+        return HookAnswer.of_attempt(from_json(Decision, decided) if decided else None, self.policy.mode, **context)
 
     def admit(self, attempt: Attempt) -> HookAnswer:
         try:
-            return HookAnswer.from_json(self._post("/v1/admissions", attempt.to_json()))
+            return HookAnswer.of_body(self._post("/v1/admissions", attempt.to_json()))
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
             why = f"service unreachable ({exc}), tried twice: admitted unchecked"
-            return HookAnswer("admit", self.policy.mode, self.policy.mode == "enforce", fallback=why)
+            return HookAnswer(Admitted(self.policy.mode, self.policy.mode == "enforce"), fallback=why)

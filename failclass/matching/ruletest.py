@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from failclass.classifier import Classification, Classifier
+from failclass.classifier import Classifier
+from failclass.contracts import Classification
 
 
 @dataclass(frozen=True)

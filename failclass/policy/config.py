@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from failclass.contracts import MODES, RETRY_ACTIONS, Mode
 from failclass.errors import ConfigError
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.resources import POLICY
@@ -31,8 +32,7 @@ from failclass.yamlload import SafeLoader
 
 DEFAULT_POLICY = POLICY / "default.yaml"
 POLICY_ENV = "FAILCLASS_POLICY"
-ACTIONS = ("retry", "retry_elsewhere", "retry_with_more_resources", "no_retry")
-MODES = ("enforce", "audit")
+REASON_ACTIONS = (*RETRY_ACTIONS, "no_retry")  # what a failure's settings may choose; holds and rejections are the policy's
 
 
 def allowed(
@@ -52,7 +52,7 @@ def allowed(
 class ReasonPolicy:
     """What to do about one kind of failure."""
 
-    action: str = allowed("retry", choices=ACTIONS)
+    action: str = allowed("retry", choices=REASON_ACTIONS)
     max_retries: int = allowed(1, ge=0)
     spends_budget: bool = True
     hold_after: int | None = allowed(None, ge=1)
@@ -104,7 +104,7 @@ class ClusterPolicy:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    mode: str
+    mode: Mode
     defaults: ReasonPolicy
     backoff: Backoff
     user_window_hours: float
@@ -244,7 +244,7 @@ def load_policy(
     if known_rules is not None and (strangers := [at for at, r in named_rules if r not in known_rules]):
         raise ConfigError(f"{source}: rule ids no rule has: {strangers}")
     return PolicyConfig(
-        mode=data.get("mode", "enforce"),
+        mode=typing.cast(Mode, data.get("mode", "enforce")),
         defaults=ReasonPolicy().under(_reason_values(data.get("defaults") or {}, f"{source}: defaults"), "defaults"),
         backoff=_section(data, "backoff", Backoff, source),
         user_window_hours=window,

@@ -17,10 +17,10 @@ import hashlib
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from failclass.attempts import Attempt
-from failclass.decision import Decision, Effects
+from failclass.contracts import Action, Decision, Effects, Explanation
 from failclass.history import Failure, History, HistoryNeeds, PriorAttempt
 from failclass.logs.facts import paths_in
 from failclass.policy.config import PolicyConfig, ReasonPolicy
@@ -118,8 +118,9 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
     """The decision for one failed attempt."""
     rules = config.for_failure(failure.reason, failure.rule_id, attempt.vc)
 
-    def made(action: str, clause: str, message: str, counters: dict[str, Any], **extra: Any) -> Decision:
-        return Decision(action, failure.reason, failure.rule_id, clause, message, counters, mode=config.mode, **extra)
+    def made(action: Action, clause: str, message: str, counters: dict[str, Any], **extra: Any) -> Decision:
+        why = Explanation(failure.reason, failure.rule_id, clause, message, counters)
+        return Decision(action, why, config.mode, config.mode == "enforce", **extra)
 
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
@@ -158,7 +159,7 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
         return made("no_retry", f"{rules.clause}.max_retries", message, counters, effects=effects)
     budget = "does not spend the retry budget" if not rules.spends_budget else f"retry {number} of {rules.max_retries}"
     return made(
-        rules.action,
+        cast(Action, rules.action),  # one of REASON_ACTIONS, as the policy file's check ensures
         f"{rules.clause}.action",
         f"{failure.reason}: {rules.action.replace('_', ' ')}, {budget}",
         counters,
@@ -177,16 +178,13 @@ def admit(attempt: Attempt, history: History, config: PolicyConfig, expected_rea
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
         entry = history.blacklisted[blocked[0]]
-        return Decision(
-            "reject",
-            entry.reason or config.blacklisting_reason(),
-            None,
-            "blacklist",
-            f"input {blocked[0]} is blacklisted: {entry.why}",
-            {"blacklisted_inputs": blocked},
+        message = f"input {blocked[0]} is blacklisted: {entry.why}"
+        why = Explanation(
+            entry.reason or config.blacklisting_reason(), None, "blacklist", message, {"blacklisted_inputs": blocked}
         )
+        return Decision("reject", why).in_mode(config.mode)
     repeated = sorted(set(expected_reasons) & history.held_reasons)
     if repeated:
         message = f"user {attempt.user} is on hold for {repeated[0]}, which this job failed with before"
-        return Decision("hold", repeated[0], None, "holds", message, {"held_reasons": repeated})
+        return Decision("hold", Explanation(repeated[0], None, "holds", message, {"held_reasons": repeated})).in_mode(config.mode)
     return None

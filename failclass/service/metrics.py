@@ -41,7 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from failclass import __version__
 from failclass.attempts import Attempt
-from failclass.classifier import Classification
+from failclass.contracts import Classification, Decision
 from failclass.policy.config import NodePolicy
 from failclass.store.database import Database
 from failclass.store.models import BlacklistRow, HoldRow, NodeFailureRow
@@ -133,12 +133,12 @@ class Metrics:
             for collector in self.scraped:
                 self.registry.register(collector)
 
-    def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: dict[str, Any] | None) -> None:
+    def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: Decision | None) -> None:
         """Count a newly recorded attempt: its classification, decision and, when it
         failed, the GPU time it held."""
         self.classifications.labels(classification.reason, classification.source).inc()
         if decision is not None:
-            self.decisions.labels(decision["action"]).inc()
+            self.decisions.labels(decision.action).inc()
         if attempt.status != "passed":
             self.failed_attempts.labels(classification.reason).inc()
             minutes = attempt.runtime_minutes

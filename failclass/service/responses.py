@@ -1,7 +1,7 @@
 """Response bodies (pydantic): what the service answers with, as OpenAPI documents it.
-Classifications and decisions are the contract objects of failclass.contracts and the
-store's rows its views' TypedDicts, validated on the way out; this module only wraps
-them into answers."""
+Classifications, decisions and admissions are the contract objects of
+failclass.contracts (dataclasses pydantic reads), the store's other rows its views'
+TypedDicts, validated on the way out; this module only wraps them into answers."""
 
 from __future__ import annotations
 
@@ -13,20 +13,15 @@ from failclass.analytics.comparison import Comparison
 from failclass.analytics.repetition import ReasonRepetition
 from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
-from failclass.contracts import ClassificationOut, DecisionOut, DecisionRecord
+from failclass.contracts import Classification, Decision, DecisionRecord
 from failclass.store.views import AttemptView, BlacklistEntry, HoldEntry, NodeEntry
 
 
 class AttemptOut(BaseModel):
     attempt_id: int
     duplicate: bool
-    classification: ClassificationOut
-    decision: DecisionOut | None
-
-
-class Admitted(BaseModel):
-    action: Literal["admit"]
-    mode: str
+    classification: Classification
+    decision: Decision | None
 
 
 class JobOut(BaseModel):

@@ -3,34 +3,22 @@ the database keeps is bounded to what the database holds (failclass.service.fiel
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from dataclasses import MISSING, fields
+from types import GenericAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
 from failclass.attempts import Attempt
 from failclass.service.fields import NO_NUL, Count, Int32, Name, Node, PathText, RowId, Timestamp
 
 
-class AttemptIn(BaseModel):
-    """Facts of one attempt and its log text, as a scheduler reports them."""
+class AttemptBody(BaseModel):
+    """A report of one attempt: its facts (failclass.attempts.Attempt's fields, added by
+    `AttemptIn`) and its log text."""
 
     model_config = ConfigDict(extra="forbid")
 
-    job_id: Name
-    attempt: RowId
-    user: Name
-    vc: Annotated[str, Field(max_length=200, pattern=NO_NUL)] = "default"
-    status: Literal["failed", "killed", "unsuccessful", "passed"] = "failed"
-    submit_time: Timestamp | None = None
-    start_time: Timestamp | None = None
-    end_time: Timestamp | None = None
-    gpus: Count = 0
-    gpu_type: Annotated[str, Field(max_length=100, pattern=NO_NUL)] | None = None
-    nodes: list[Node] = Field(default_factory=list, max_length=4096)
-    exit_code: Int32 | None = None
-    signal: Int32 | None = None
-    inputs: list[PathText] = Field(default_factory=list, max_length=1024)
-    logs: list[PathText] = Field(default_factory=list, max_length=1024, description="where the logs are, recorded as facts")
     log: str = Field(
         default="", description="the attempt's stdout/stderr text, classified (what UTF-8 cannot hold kept as U+FFFD)"
     )
@@ -42,6 +30,48 @@ class AttemptIn(BaseModel):
     def digest_source(self) -> bytes:
         """What identifies the request for its idempotency key: everything but the key."""
         return self.model_dump_json(exclude={"idempotency_key"}).encode()
+
+
+HELD: dict[str, Any] = {  # the kinds of value an attempt's fields name (failclass.attempts.held)
+    "name": Name,
+    "row_id": RowId,
+    "label": Annotated[str, Field(max_length=200, pattern=NO_NUL)],
+    "gpu_type": Annotated[str, Field(max_length=100, pattern=NO_NUL)],
+    "count": Count,
+    "int32": Int32,
+    "node": Node,
+    "path": PathText,
+    "time": Timestamp,
+}
+
+
+def _attempt_fields() -> dict[str, Any]:
+    """Attempt's fields as pydantic declares them, each bounded as its metadata says."""
+    hints = get_type_hints(Attempt)
+    declared: dict[str, Any] = {}
+    for fact in fields(Attempt):
+        kind, most = fact.metadata.get("held"), fact.metadata.get("most")
+        hint = HELD[kind] if kind else hints[fact.name]
+        described = {"description": fact.metadata["description"]} if fact.metadata.get("description") else {}
+        if most is not None:
+            declared[fact.name] = (GenericAlias(list, (hint,)), Field(default_factory=list, max_length=most, **described))
+        elif fact.default is MISSING:
+            declared[fact.name] = (hint, Field(**described))
+        else:
+            optional = Optional[hint] if fact.default is None else hint  # noqa: UP045  # hint is a value here
+            declared[fact.name] = (optional, Field(default=fact.default, **described))
+    return declared
+
+
+if TYPE_CHECKING:
+    AttemptIn = AttemptBody  # what the code reads of a report; the attempt's facts through to_attempt()
+else:
+    AttemptIn = create_model(
+        "AttemptIn",
+        __base__=AttemptBody,
+        __doc__="Facts of one attempt and its log text, as a scheduler reports them.",
+        **_attempt_fields(),
+    )
 
 
 class ClassifyIn(BaseModel):

@@ -25,14 +25,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from failclass.attempts import Attempt
-from failclass.decision import Decision
+from failclass.contracts import Classification, Decision, from_json, to_json
 from failclass.errors import IdempotencyConflict
 from failclass.history import Blacklisted, Failure, History, HistoryNeeds, PriorAttempt
 from failclass.logs.facts import Progress
 from failclass.store.statements import Transaction, placeholders
+
+if TYPE_CHECKING:
+    from failclass.classifier import Examination
 
 NODES_SAMPLE = 5000
 
@@ -48,11 +51,11 @@ class RequestIdentity:
 
 @dataclass(frozen=True)
 class Recorded:
-    """What the store answers for a reported attempt (bodies as stored: JSON)."""
+    """What the store answers for a reported attempt: as recorded now, or before."""
 
     attempt_id: int
-    classification: dict[str, Any]
-    decision: dict[str, Any] | None
+    classification: Classification
+    decision: Decision | None
     duplicate: bool
 
 
@@ -99,8 +102,7 @@ class Records(ABC):
     def record(
         self,
         attempt: Attempt,
-        classification: dict[str, Any],
-        failure: Failure,
+        examined: Examination,
         lock_paths: Sequence[str],
         decide: Callable[[History], Decision] | None,
         needs: HistoryNeeds,
@@ -122,12 +124,12 @@ class Records(ABC):
                     earlier = self._existing(db, attempt, request)
                     if earlier is not None:
                         return self._recorded(db, earlier, duplicate=True)
-                    attempt_id = self._insert_attempt(db, attempt, classification, failure, request, now)
-                    body = None
+                    attempt_id = self._insert_attempt(db, attempt, examined, request, now)
+                    decision = None
                     if decide is not None:
                         decision = decide(self._history(db, attempt_id, attempt, lock_paths, needs))
-                        body = self._keep_decision(db, attempt_id, attempt, decision, classification.get("evidence", []), now)
-                    return Recorded(attempt_id, classification, body, duplicate=False)
+                        self._keep_decision(db, attempt_id, attempt, decision, now)
+                    return Recorded(attempt_id, examined.classification, decision, duplicate=False)
             except self.driver.IntegrityError:
                 # Another transaction recorded the same attempt first (SQLite, or a key race).
                 with self._transaction() as db:
@@ -158,17 +160,19 @@ class Records(ABC):
         classification = db.one("SELECT body FROM classifications WHERE attempt_id = ?", attempt_id)
         decision = db.one("SELECT body FROM decisions WHERE attempt_id = ?", attempt_id)
         assert classification is not None
-        return Recorded(attempt_id, db.json(classification[0]), db.json(decision[0]) if decision else None, duplicate)
+        kept = from_json(Decision, db.json(decision[0])) if decision else None
+        return Recorded(attempt_id, from_json(Classification, db.json(classification[0])), kept, duplicate)
 
     @staticmethod
     def _insert_attempt(
         db: Transaction,
         attempt: Attempt,
-        classification: dict[str, Any],
-        failure: Failure,
+        examined: Examination,
         request: RequestIdentity | None,
         now: datetime,
     ) -> int:
+        classification = examined.classification
+        failure = Failure.of(classification, examined.progress)
         facts = attempt.facts()
         facts["attempt_no"] = facts.pop("attempt")
         key, digest = (request.key, request.digest) if request is not None else (None, None)
@@ -179,13 +183,13 @@ class Records(ABC):
             {
                 "attempt_id": attempt_id,
                 "reason": failure.reason,
-                "source": classification.get("source", "none"),
+                "source": classification.source,
                 "rule_id": failure.rule_id,
                 "signature": failure.signature,
-                "confidence": float(classification.get("confidence", 0.0)),
+                "confidence": classification.confidence,
                 "progress_epoch": progress.epoch if progress else None,
                 "progress_step": progress.step if progress else None,
-                "body": classification,
+                "body": to_json(classification),
             },
         )
         return attempt_id
@@ -298,36 +302,30 @@ class Records(ABC):
         attempt_id: int,
         attempt: Attempt,
         decision: Decision,
-        evidence: Sequence[dict[str, Any]],
         now: datetime,
-    ) -> dict[str, Any]:
-        """The decision and its effects (input and node failures, blacklist entries, a
-        hold); the decision's body as kept."""
-        effects = decision.effects
+    ) -> None:
+        """The decision and its effects (input and node failures, blacklist entries, a hold)."""
+        effects, why = decision.effects, decision.explanation
         for path in effects.implicated_inputs:
             db.insert("input_failures", {"path": path, "job_id": attempt.job_id, "attempt_id": attempt_id, "failed_at": now})
         for node in effects.implicated_nodes:
-            failure = {"node": node, "job_id": attempt.job_id, "attempt_id": attempt_id, "reason": decision.reason}
+            failure = {"node": node, "job_id": attempt.job_id, "attempt_id": attempt_id, "reason": why.reason}
             db.insert("node_failures", {**failure, "failed_at": now})
-        for path in effects.blacklist:
-            why = {
-                "reason": decision.reason,
-                "failures": decision.counters.get("input_failures", {}).get(path),
+        for path in effects.blacklisted_inputs:
+            behind = {
+                "reason": why.reason,
+                "failures": why.counters.get("input_failures", {}).get(path),
                 "job": attempt.job_id,
                 "attempt": attempt.attempt,
             }
-            db.insert("blacklist", {"path": path, "why": decision.message, "evidence": why, "created_at": now})
-        if effects.hold_reason:
-            why = {"failures": decision.counters.get("user_failures"), "job": attempt.job_id, "attempt": attempt.attempt}
-            db.insert("holds", {"user": attempt.user, "reason": effects.hold_reason, "evidence": why, "created_at": now})
-        body = decision.to_dict(evidence)
-        self._keep_decision_row(db, attempt, decision, body, now, attempt_id)
-        return body
+            db.insert("blacklist", {"path": path, "why": why.message, "evidence": behind, "created_at": now})
+        if effects.hold:
+            behind = {"failures": why.counters.get("user_failures"), "job": attempt.job_id, "attempt": attempt.attempt}
+            db.insert("holds", {"user": attempt.user, "reason": effects.hold, "evidence": behind, "created_at": now})
+        self._keep_decision_row(db, attempt, decision, now, attempt_id)
 
     @staticmethod
-    def _keep_decision_row(
-        db: Transaction, attempt: Attempt, decision: Decision, body: dict[str, Any], now: datetime, attempt_id: int | None
-    ) -> None:
+    def _keep_decision_row(db: Transaction, attempt: Attempt, decision: Decision, now: datetime, attempt_id: int | None) -> None:
         db.insert(
             "decisions",
             {
@@ -337,9 +335,9 @@ class Records(ABC):
                 "kind": "failure" if attempt_id is not None else "admission",
                 "action": decision.action,
                 "mode": decision.mode,
-                "reason": decision.reason,
-                "clause": decision.clause,
-                "body": body,
+                "reason": decision.explanation.reason,
+                "clause": decision.explanation.policy_clause,
+                "body": to_json(decision),
                 "decided_at": now,
             },
         )
@@ -348,7 +346,7 @@ class Records(ABC):
 
     def admit(
         self, attempt: Attempt, judge: Callable[[History, Sequence[str]], Decision | None], now: datetime | None = None
-    ) -> dict[str, Any] | None:
+    ) -> Decision | None:
         """A submission's rejection or hold (recorded), or None when it is admitted.
         ``judge`` gets the user's holds, the inputs' blacklist entries and the reasons of
         the job's earlier failures."""
@@ -368,6 +366,5 @@ class Records(ABC):
             decision = judge(history, [reason for (reason,) in expected])
             if decision is None:
                 return None
-            body = decision.to_dict()
-            self._keep_decision_row(db, attempt, decision, body, now, None)
-            return body
+            self._keep_decision_row(db, attempt, decision, now, None)
+            return decision

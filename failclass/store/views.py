@@ -1,22 +1,24 @@
 """Reading the store and operators' actions on it: a job's attempts, decisions, the
 blacklist, holds, suspect nodes, labels, and every attempt for the analytics.
 
-The rows that leave as JSON (the service answers with them as they are) are TypedDicts:
-typed for the code, plain objects on the wire. The analytics' rows are dataclasses."""
+The operators' lists that leave as JSON (the service answers with them as they are) are
+TypedDicts: typed for the code, plain objects on the wire. Classifications and decisions
+are read back into their contract objects (failclass.contracts); the analytics' rows are
+dataclasses."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from pydantic import JsonValue
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from failclass.contracts import ClassificationOut, DecisionRecord
+from failclass.contracts import Classification, DecisionRecord, from_json
 from failclass.store.database import Database
 from failclass.store.models import (
     AttemptRow,
@@ -48,7 +50,7 @@ class AttemptView(TypedDict):
     inputs: list[str]
     logs: list[str]
     recorded_at: str
-    classification: ClassificationOut | None
+    classification: Classification | None
     decision: DecisionRecord | None
 
 
@@ -305,9 +307,8 @@ def stored_attempt(*values: Any) -> StoredAttempt:
 
 
 def decision_view(row: DecisionRow) -> DecisionRecord:
-    body = cast(dict[str, Any], row.body)  # the decision contract, stored as JSON
-    who = {"id": row.id, "kind": row.kind, "job_id": row.job_id, "user": row.user, "decided_at": row.decided_at.isoformat()}
-    return cast(DecisionRecord, {**who, **body})
+    who = {"id": row.id, "kind": row.kind, "job_id": row.job_id, "user": row.user, "decided_at": row.decided_at}
+    return from_json(DecisionRecord, {**row.body, **who})
 
 
 def attempt_view(session: Session, row: AttemptRow) -> AttemptView:
@@ -330,6 +331,6 @@ def attempt_view(session: Session, row: AttemptRow) -> AttemptView:
         inputs=list(row.inputs or ()),
         logs=list(row.logs or ()),
         recorded_at=row.recorded_at.isoformat(),
-        classification=cast(ClassificationOut, classification.body) if classification else None,
+        classification=from_json(Classification, classification.body) if classification else None,
         decision=decision_view(decision) if decision else None,
     )

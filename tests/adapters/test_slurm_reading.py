@@ -12,7 +12,7 @@ from conftest import ROOT
 from failclass.adapters.slurm import Scontrol, SlurmJob, attempt_from_job, comment_for, declared_inputs
 from failclass.adapters.slurm_state import ending_state, requeued_by_slurm, scheduler_evidence
 from failclass.attempts import Attempt
-from failclass.decision import Decision
+from failclass.contracts import Decision
 from failclass.history import Failure, History
 from failclass.hook.answer import HookAnswer
 from failclass.policy.config import load_policy

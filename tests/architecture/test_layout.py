@@ -111,7 +111,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "failclass.analytics.repetition": ("tests/analytics/test_html.py", "repeats"),
     "failclass.analytics.table7": ("tests/analytics/test_report.py", "table7"),
     "failclass.analytics.tables": ("tests/service/test_report_service.py", 'format="markdown"'),
-    "failclass.contracts": ("tests/service/test_api_contract.py", "DecisionOut"),
+    "failclass.contracts": ("tests/service/test_api_contract.py", "Decision"),
     "failclass.matching.exceptions": ("tests/logs/test_tracebacks.py", "exception"),
     "failclass.matching.patterns": ("tests/matching/test_lint.py", "patterns:"),
     "failclass.matching.safety": ("tests/matching/test_loader.py", "catastrophic"),

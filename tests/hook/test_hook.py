@@ -251,7 +251,7 @@ def test_decide_on_a_local_store_loads_only_what_it_needs(database_url: str, tmp
     assert {"failclass.store.direct", driver, "hyperscan"} <= loaded
     assert not loaded & HEAVY, sorted(loaded & HEAVY)
     (recorded,) = Store.open(database_url).job("j-1")
-    assert recorded["user"] == "bob" and recorded["decision"] is not None and recorded["decision"]["action"] == "no_retry"
+    assert recorded["user"] == "bob" and recorded["decision"] is not None and recorded["decision"].action == "no_retry"
 
 
 def test_the_hook_on_a_service_needs_no_home(service: str, tmp_path: Path) -> None:

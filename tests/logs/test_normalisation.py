@@ -99,7 +99,7 @@ def test_crlf_and_ansi_colours(local: Classifier) -> None:
     result = local.classify_bytes(log)
     assert result.reason == "gpu_oom"
     assert result.evidence[0].text.startswith("torch.OutOfMemoryError: CUDA out of memory")
-    assert {m["rule_id"] for m in result.to_dict(explain=True)["also_matched"]} == {"cpu_oom.test_killed"}
+    assert {m.rule_id for m in result.also_matched} == {"cpu_oom.test_killed"}
 
 
 def test_invalid_utf8_survives_as_replacement_characters(local: Classifier) -> None:
@@ -151,9 +151,9 @@ def test_concurrent_scans_in_threads_agree(classifier: Classifier) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     logs = sorted((ROOT / "corpora" / "public").glob("*/*.log"))[:80]
-    alone = [classifier.classify_path(p).to_dict() for p in logs]
+    alone = [classifier.classify_path(p) for p in logs]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        together = list(pool.map(lambda p: classifier.classify_path(p).to_dict(), logs * 3))
+        together = list(pool.map(lambda p: classifier.classify_path(p), logs * 3))
     assert together == alone * 3
 
 

@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT
 
 from failclass.classifier import Classifier
+from failclass.contracts import classification_json
 
 
 def real(classifier: Classifier, rule_id: str, containing: str = "") -> str:
@@ -22,7 +23,7 @@ PROGRESS = "".join(f"[rank{r}]: epoch 3 step {s} loss 1.{s % 97:02d}\n" for s in
 
 
 def classify(classifier: Classifier, *parts: str) -> dict:
-    return classifier.classify_bytes(PROGRESS + "".join(parts)).to_dict(explain=True)
+    return classification_json(classifier.classify_bytes(PROGRESS + "".join(parts)), explain=True)
 
 
 def test_cuda_oom_on_one_rank_beats_nccl_watchdog_on_all(classifier: Classifier) -> None:
@@ -117,7 +118,7 @@ SAGEMAKER_WRAPPERS = [
 def test_a_cloud_wrapper_that_names_no_cause_is_no_signature(classifier: Classifier, log) -> None:  # type: ignore[no-untyped-def]
     """SageMaker's client says the training job failed, and why not: the guide's No signature,
     though its own traceback and exception line would fire the generic rules."""
-    result = classifier.classify_path(log).to_dict(explain=True)
+    result = classification_json(classifier.classify_path(log), explain=True)
     assert (result["reason"], result["source"]) == ("no_signature", "none")
     voided = [m for m in result["also_matched"] if m["lost_because"].startswith("generic, and the log reports an end")]
     assert voided and all(m["reason"] == "traceback_from_crash" for m in voided)
@@ -133,7 +134,7 @@ def test_torchrun_told_to_stop_from_outside_is_no_signature(classifier: Classifi
     """torchrun got SIGTERM (a scheduler's cancel, a preemption or a time limit: the log does
     not say which), stopped its workers and raised SignalException: nothing names a cause."""
     log = ROOT / "corpora/public/no_signature/torchrun_sigterm_agent_node.log"
-    result = classifier.classify_path(log).to_dict(explain=True)
+    result = classification_json(classifier.classify_path(log), explain=True)
     assert (result["reason"], result["source"]) == ("no_signature", "none")
     assert "traceback_from_crash.hf_torchelastic_sigterm_siblings" in {m["rule_id"] for m in result["also_matched"]}
     sibling_clean_up = real(classifier, "traceback_from_crash.hf_torchelastic_sigterm_siblings", "Sending process 5938")

@@ -11,6 +11,7 @@ from conftest import ROOT, run_cli
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
+from failclass.contracts import to_json
 from failclass.errors import ConfigError
 from failclass.history import Blacklisted, Failure, History, PriorAttempt
 from failclass.logs.facts import Progress
@@ -71,7 +72,7 @@ def test_a_syntax_error_is_never_retried(failures: dict[str, Failure], policy: P
     history = History(job_attempts=tuple(prior(syntax, n) for n in range(1, number)))
     decision = decide(attempt(number), syntax, history, policy)
     assert decision.action == "no_retry"
-    assert decision.clause == "reasons.syntax_error.action"
+    assert decision.explanation.policy_clause == "reasons.syntax_error.action"
     assert decision.backoff_seconds is None
 
 
@@ -87,8 +88,8 @@ def test_an_nccl_timeout_is_retried_within_its_budget(failures: dict[str, Failur
     assert delays[0] is not None and delays[1] is not None and delays[2] is not None
     assert 24 <= delays[0] <= 36 and 48 <= delays[1] <= 72 and 96 <= delays[2] <= 144  # 30 s doubling, +-20%
     last = decide(attempt(4), timeout, History(job_attempts=tuple(prior(timeout, n) for n in range(1, 4))), policy)
-    assert last.clause == "reasons.mpi_runtime_failure.max_retries"
-    assert last.counters["failure_of_signature"] == 4 and last.counters["max_retries"] == 3
+    assert last.explanation.policy_clause == "reasons.mpi_runtime_failure.max_retries"
+    assert last.explanation.counters["failure_of_signature"] == 4 and last.explanation.counters["max_retries"] == 3
 
 
 def test_preemption_does_not_spend_the_budget(failures: dict[str, Failure], policy: PolicyConfig) -> None:
@@ -98,7 +99,7 @@ def test_preemption_does_not_spend_the_budget(failures: dict[str, Failure], poli
     # Preemptions between timeouts leave the timeouts' count alone: 2 timeouts before, this is the 3rd.
     mixed = (prior(timeout, 1), prior(preempted, 2), prior(preempted, 3), prior(timeout, 4), prior(preempted, 5))
     decision = decide(attempt(6), timeout, History(job_attempts=mixed), policy)
-    assert (decision.action, decision.counters["failure_of_signature"]) == ("retry", 3)
+    assert (decision.action, decision.explanation.counters["failure_of_signature"]) == ("retry", 3)
 
 
 def test_progress_between_attempts_restarts_the_count(failures: dict[str, Failure], policy: PolicyConfig) -> None:
@@ -110,7 +111,7 @@ def test_progress_between_attempts_restarts_the_count(failures: dict[str, Failur
     )
     moved_on = Failure(timeout.reason, timeout.rule_id, (), Progress(7, 400))
     decision = decide(attempt(4), moved_on, History(stuck), policy)
-    assert (decision.action, decision.counters["failure_of_signature"]) == ("retry", 1)
+    assert (decision.action, decision.explanation.counters["failure_of_signature"]) == ("retry", 1)
     assert failures_counted((prior(timeout, 1, Progress(1, 5)), prior(timeout, 2, Progress(2, 5))), timeout) == 2
 
 
@@ -123,15 +124,15 @@ def test_fourth_incorrect_input_failure_from_three_jobs_blacklists_the_path(
     history = History(input_failures={DATASET: ("job-a", "job-a", "job-b")})
     decision = decide(attempt(1, job="job-c", inputs=inputs), missing, history, policy)
     assert decision.action == "reject"
-    assert decision.effects.blacklist == (DATASET,)  # the declared input holding the missing file, not the vocabulary
-    assert decision.counters["input_failures"] == {DATASET: 4}
+    assert decision.effects.blacklisted_inputs == (DATASET,)  # the declared input holding the missing file, not the vocabulary
+    assert decision.explanation.counters["input_failures"] == {DATASET: 4}
     # A later job declaring it is rejected before it runs.
     later = attempt(1, job="job-d", user="bob", inputs=(DATASET,))
     rejected = admit(later, History(blacklisted={DATASET: Blacklisted("4 failures, 3 jobs", "permission_error")}), policy)
-    assert rejected is not None and rejected.action == "reject" and DATASET in rejected.message
-    assert rejected.reason == "permission_error"  # the reason that put it there, as recorded
+    assert rejected is not None and rejected.action == "reject" and DATASET in rejected.explanation.message
+    assert rejected.explanation.reason == "permission_error"  # the reason that put it there, as recorded
     unrecorded = admit(later, History(blacklisted={DATASET: Blacklisted("4 failures, 3 jobs")}), policy)
-    assert unrecorded is not None and unrecorded.reason == policy.blacklisting_reason() == "incorrect_inputs"
+    assert unrecorded is not None and unrecorded.explanation.reason == policy.blacklisting_reason() == "incorrect_inputs"
 
 
 @pytest.mark.parametrize(
@@ -146,7 +147,7 @@ def test_one_bad_job_cannot_blacklist_a_shared_dataset(
     decision = decide(
         attempt(1, job=job, inputs=(DATASET,)), failures["missing_input"], History(input_failures={DATASET: earlier}), policy
     )
-    assert decision.action == "no_retry" and decision.effects.blacklist == ()
+    assert decision.action == "no_retry" and decision.effects.blacklisted_inputs == ()
 
 
 def test_the_same_users_twentieth_cpu_oom_is_held(failures: dict[str, Failure], policy: PolicyConfig) -> None:
@@ -154,8 +155,8 @@ def test_the_same_users_twentieth_cpu_oom_is_held(failures: dict[str, Failure], 
     nineteenth = decide(attempt(1, job="job-19"), oom, History(user_failures={"cpu_oom": 18}), policy)
     assert nineteenth.action == "retry_with_more_resources" and nineteenth.memory_factor == 1.5
     twentieth = decide(attempt(1, job="job-20"), oom, History(user_failures={"cpu_oom": 19}), policy)
-    assert twentieth.action == "hold" and twentieth.effects.hold_reason == "cpu_oom"
-    assert twentieth.counters["user_failures"] == 20
+    assert twentieth.action == "hold" and twentieth.effects.hold == "cpu_oom"
+    assert twentieth.explanation.counters["user_failures"] == 20
     # Held: the next failure, and the next submission that would repeat it, are held too.
     held = History(user_failures={"cpu_oom": 20}, held_reasons=frozenset({"cpu_oom"}))
     assert decide(attempt(1, job="job-21"), oom, held, policy).action == "hold"
@@ -200,10 +201,17 @@ def test_overrides_per_rule_and_virtual_cluster(failures: dict[str, Failure], tm
     policy = load_policy(override)
     history = History(job_attempts=tuple(prior(timeout, n) for n in range(1, 5)))
     decision = decide(attempt(5), timeout, history, policy)
-    assert (decision.action, decision.clause, decision.mode) == ("retry", f"rules.{timeout.rule_id}.action", "audit")
-    assert decision.to_dict()["enforced"] is False
+    assert (decision.action, decision.explanation.policy_clause, decision.mode) == (
+        "retry",
+        f"rules.{timeout.rule_id}.action",
+        "audit",
+    )
+    assert decision.enforced is False and to_json(decision)["enforced"] is False
     research = decide(attempt(1, vc="research"), timeout, History(), policy)
-    assert (research.action, research.clause) == ("no_retry", "virtual_clusters.research.reasons.mpi_runtime_failure.action")
+    assert (research.action, research.explanation.policy_clause) == (
+        "no_retry",
+        "virtual_clusters.research.reasons.mpi_runtime_failure.action",
+    )
 
 
 @pytest.mark.parametrize(

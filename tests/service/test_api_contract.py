@@ -121,12 +121,12 @@ def test_openapi_describes_auth_errors_and_bodies(service: dict[str, Any]) -> No
     classify = spec["paths"]["/v1/classify"]["post"]
     assert set(classify["requestBody"]["content"]) == {"text/plain", "application/octet-stream", "application/json"}
     assert classify["responses"]["200"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/ClassificationOut"
+        "$ref": "#/components/schemas/Classification"
     }
     attempts = spec["paths"]["/v1/attempts"]["post"]["responses"]
     assert attempts["201"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/AttemptOut"}
     assert "409" in attempts
-    decision = spec["components"]["schemas"]["DecisionOut"]
+    decision = spec["components"]["schemas"]["Decision"]
     assert "retry" in decision["properties"]["action"]["enum"]
     label_reasons = spec["components"]["schemas"]["LabelIn"]["properties"]["reason"]["enum"]
     assert "gpu_oom" in label_reasons

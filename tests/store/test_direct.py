@@ -15,6 +15,7 @@ from sqlalchemy import create_engine
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier
+from failclass.contracts import Admitted
 from failclass.policy.config import load_policy
 from failclass.store import StoreUnavailable
 from failclass.store.direct import DirectRecords, connect_args, open_records
@@ -90,13 +91,13 @@ def test_the_rows_the_driver_writes_are_those_the_orm_reads(database_url: str) -
     assert (row["start_time"], row["end_time"]) == ("2026-11-02T08:00:00+00:00", "2026-11-02T08:30:00+00:00")
     assert (row["recorded_at"], row["nodes"], row["classification"]) == (T0.isoformat(), ["gpu-01"], recorded.classification)
     assert row["decision"] is not None and recorded.decision is not None
-    assert row["decision"]["action"] == recorded.decision["action"] == "retry"
-    assert [d["action"] for d in store.decisions(since=T0)] == ["retry"]
+    assert row["decision"].action == recorded.decision.action == "retry"
+    assert [d.action for d in store.decisions(since=T0)] == ["retry"]
     assert store.decisions(since=T0 + timedelta(microseconds=1)) == []
     again = report_attempt(direct, attempt, examined, load_policy(), now=T0 + timedelta(minutes=1))
     assert again.duplicate and again.attempt_id == recorded.attempt_id and again.decision == recorded.decision
     assert direct.last_attempt("j") == 1 and direct.last_attempt("other") == 0
-    assert admit_submission(direct, Attempt("j", 2, "u"), load_policy()) == {"action": "admit", "mode": "enforce"}
+    assert admit_submission(direct, Attempt("j", 2, "u"), load_policy()) == Admitted("enforce")
 
 
 def test_the_drivers_errors_are_the_stores_and_a_duplicate_is_not(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ def test_a_store_at_head_opens_without_alembic_and_an_older_one_is_migrated(data
 def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
     first = report(store, examined, policy, "nccl_timeout", job_id="job-1", key="k-1", nodes=("gpu-01",))
     assert not first.duplicate and first.decision is not None
-    assert first.decision["action"] == "retry" and first.classification["reason"] == "mpi_runtime_failure"
+    assert first.decision.action == "retry" and first.classification.reason == "mpi_runtime_failure"
     again = report(store, examined, policy, "nccl_timeout", minutes=5, job_id="job-1", key="k-1")
     same_attempt = report(store, examined, policy, "nccl_timeout", minutes=5, job_id="job-1", key="other-key")
     assert again.duplicate and same_attempt.duplicate
@@ -103,7 +103,7 @@ def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], pol
     assert again.decision == first.decision
     (recorded,) = store.job("job-1")
     assert recorded["attempt"] == 1 and recorded["nodes"] == ["gpu-01"]
-    assert recorded["decision"]["action"] == "retry"
+    assert recorded["decision"].action == "retry"
 
 
 def test_an_idempotency_key_reused_for_another_request_is_refused(
@@ -122,35 +122,31 @@ def test_an_idempotency_key_reused_for_another_request_is_refused(
 
 def test_a_passed_attempt_gets_no_decision(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
     recorded = report(store, examined, policy, "passed", job_id="job-ok", status="passed")
-    assert recorded.decision is None and recorded.classification["reason"] == "no_signature"
+    assert recorded.decision is None and recorded.classification.reason == "no_signature"
 
 
 def test_budget_is_kept_across_reported_attempts(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
-    actions = [
-        report(store, examined, policy, "nccl_timeout", n, job_id="job-2", attempt=n).decision["action"] for n in range(1, 5)
-    ]
+    actions = [report(store, examined, policy, "nccl_timeout", n, job_id="job-2", attempt=n).decision.action for n in range(1, 5)]
     assert actions == ["retry", "retry", "retry", "no_retry"]
-    assert [d["action"] for d in store.decisions(job_id="job-2")] == ["no_retry", "retry", "retry", "retry"]
+    assert [d.action for d in store.decisions(job_id="job-2")] == ["no_retry", "retry", "retry", "retry"]
 
 
 def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
     actions = [
-        report(store, examined, policy, "cpu_oom", n, job_id=f"oom-{n}", user="carol").decision["action"] for n in range(1, 21)
+        report(store, examined, policy, "cpu_oom", n, job_id=f"oom-{n}", user="carol").decision.action for n in range(1, 21)
     ]
     assert actions[:19] == ["retry_with_more_resources"] * 19 and actions[19] == "hold"
     (hold,) = store.holds()
     assert (hold["user"], hold["reason"], hold["evidence"]["failures"]) == ("carol", "cpu_oom", 20)
-    assert report(store, examined, policy, "cpu_oom", 30, job_id="oom-21", user="carol").decision["action"] == "hold"
-    assert admit_submission(store, Attempt("oom-21", 2, "carol"), policy)["action"] == "hold"
-    assert (
-        admit_submission(store, Attempt("fresh-job", 1, "carol"), policy)["action"] == "admit"
-    )  # never failed: nothing to repeat
+    assert report(store, examined, policy, "cpu_oom", 30, job_id="oom-21", user="carol").decision.action == "hold"
+    assert admit_submission(store, Attempt("oom-21", 2, "carol"), policy).action == "hold"
+    assert admit_submission(store, Attempt("fresh-job", 1, "carol"), policy).action == "admit"  # never failed: nothing to repeat
 
     assert store.release_hold(hold["id"], by="operator", now=T0 + timedelta(minutes=40))
     assert not store.release_hold(hold["id"], by="operator")
     after = report(store, examined, policy, "cpu_oom", 50, job_id="oom-22", user="carol").decision
-    assert after["action"] == "retry_with_more_resources" and after["explanation"]["counters"]["user_failures"] == 1
-    assert admit_submission(store, Attempt("oom-21", 2, "carol"), policy)["action"] == "admit"
+    assert after is not None and after.action == "retry_with_more_resources" and after.explanation.counters["user_failures"] == 1
+    assert admit_submission(store, Attempt("oom-21", 2, "carol"), policy).action == "admit"
 
 
 def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
@@ -161,32 +157,32 @@ def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
         decision = report(
             store, examined, policy, "missing_input", n, job_id=f"in-{job}", attempt=n + 1, user=f"u{n}", inputs=(dataset,)
         ).decision
-        assert decision["action"] == "no_retry" and store.blacklist() == []
+        assert decision is not None and decision.action == "no_retry" and store.blacklist() == []
     fourth = report(store, examined, policy, "missing_input", 10, job_id="in-c", user="u9", inputs=(dataset,)).decision
-    assert fourth["action"] == "reject" and fourth["effects"]["blacklisted_inputs"] == [dataset]
+    assert fourth is not None and fourth.action == "reject" and fourth.effects.blacklisted_inputs == (dataset,)
     (entry,) = store.blacklist()
     assert entry["path"] == dataset and entry["evidence"]["failures"] == 4
 
     rejected = admit_submission(store, Attempt("in-d", 1, "dave", inputs=(dataset, "/data/other")), policy)
-    assert rejected is not None and rejected["action"] == "reject"
-    assert any(d["kind"] == "admission" for d in store.decisions(user="dave"))
+    assert rejected.action == "reject"
+    assert any(d.kind == "admission" for d in store.decisions(user="dave"))
     assert store.clear_blacklist(entry["id"], by="operator", now=T0 + timedelta(minutes=20))
     assert store.blacklist() == [] and len(store.blacklist(include_cleared=True)) == 1
-    assert admit_submission(store, Attempt("in-d", 1, "dave", inputs=(dataset,)), policy)["action"] == "admit"
+    assert admit_submission(store, Attempt("in-d", 1, "dave", inputs=(dataset,)), policy).action == "admit"
     # After clearing, the count starts again: one more failure does not blacklist it.
     again = report(store, examined, policy, "missing_input", 30, job_id="in-e", user="erin", inputs=(dataset,)).decision
-    assert again["action"] == "no_retry"
+    assert again is not None and again.action == "no_retry"
 
 
 def test_ecc_failures_of_two_jobs_make_a_node_suspect(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
     cluster = tuple(f"gpu-{i:02d}" for i in range(10))
     report(store, examined, policy, "passed", job_id="big-job", status="passed", nodes=cluster)  # the nodes the cluster has
     first = report(store, examined, policy, "ecc", job_id="hw-1", nodes=("gpu-07",)).decision
-    assert first["action"] == "retry_elsewhere" and first["exclude_nodes"] == ["gpu-07"]
+    assert first is not None and first.action == "retry_elsewhere" and first.exclude_nodes == ("gpu-07",)
     second = report(store, examined, policy, "ecc", 5, job_id="hw-2", nodes=("gpu-07",)).decision
-    assert second["effects"]["suspect_nodes"] == ["gpu-07"]
+    assert second is not None and second.effects.suspect_nodes == ("gpu-07",)
     (node,) = store.nodes(policy.nodes.window_hours, policy.nodes.min_jobs, now=T0 + timedelta(minutes=10))
     assert node["node"] == "gpu-07" and node["suspect"] and node["jobs"] == ["hw-1", "hw-2"]
     # A third job elsewhere is kept off the suspect node, within the cap (25% of 10 nodes).
     third = report(store, examined, policy, "ecc", 8, job_id="hw-3", nodes=("gpu-09",)).decision
-    assert third["exclude_nodes"] == ["gpu-09", "gpu-07"]
+    assert third is not None and third.exclude_nodes == ("gpu-09", "gpu-07")

@@ -35,13 +35,14 @@ class JobDecision:
 
     @classmethod
     def from_answer(cls, answer: Answer) -> JobDecision:
-        explanation = answer.explanation
+        decided = answer.decided
+        explanation = decided.explanation if decided else None
         return cls(
             action=answer.action,
             reason=str(explanation.reason if explanation else None),
             message=(explanation.message if explanation else "")[: LIMITS.k8s_explanation_chars],
             enforced=answer.enforced,
-            exclude_nodes=answer.exclude_nodes,
+            exclude_nodes=decided.exclude_nodes if decided else (),
         )
 
 

@@ -4,20 +4,20 @@ POST /v1/admissions (may this submission run?)."""
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, cast
+from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Response
 from fastapi.exceptions import RequestValidationError
 
 from failclass import usecases
 from failclass.attempts import Attempt, InvalidAttempt
-from failclass.contracts import DecisionOut
+from failclass.contracts import Admitted, Decision
 from failclass.errors import IdempotencyConflict
 from failclass.service.bodies import JsonRoute
 from failclass.service.deps import ClassifierDep, MetricsDep, PolicyDep, StoreDep, Writer
 from failclass.service.errors import STORED, documented
 from failclass.service.fields import NO_NUL
-from failclass.service.responses import Admitted, AttemptOut
+from failclass.service.responses import AttemptOut
 from failclass.service.schemas import AttemptIn
 from failclass.store.repository import RequestIdentity
 
@@ -69,19 +69,16 @@ def report_attempt(
         response.status_code = 200
     else:
         metrics.attempt_recorded(attempt, examined.classification, recorded.decision)
-    return AttemptOut.model_validate(
-        {
-            "attempt_id": recorded.attempt_id,
-            "duplicate": recorded.duplicate,
-            "classification": recorded.classification,
-            "decision": recorded.decision,
-        }
+    return AttemptOut(
+        attempt_id=recorded.attempt_id,
+        duplicate=recorded.duplicate,
+        classification=recorded.classification,
+        decision=recorded.decision,
     )
 
 
-@router.post("/admissions", response_model=DecisionOut | Admitted)
-def admit(body: AttemptIn, store: StoreDep, policy: PolicyDep, _: Writer) -> DecisionOut | Admitted:
+@router.post("/admissions", response_model=Decision | Admitted)
+def admit(body: AttemptIn, store: StoreDep, policy: PolicyDep, _: Writer) -> Decision | Admitted:
     """At submission: {"action": "admit"}, or the rejection (blacklisted input) or hold
     (the user is on hold for a reason this job failed with) that stops it."""
-    answer = usecases.admit_submission(store, _attempt(body), policy)
-    return Admitted.model_validate(answer) if answer["action"] == "admit" else cast(DecisionOut, answer)
+    return usecases.admit_submission(store, _attempt(body), policy)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import cast
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
-from failclass.contracts import ClassificationOut
+from failclass.contracts import Classification
 from failclass.service.bodies import JsonRoute
 from failclass.service.deps import ClassifierDep, MetricsDep, Reader
 from failclass.service.errors import documented
@@ -30,8 +29,8 @@ BODY_DOC = {
 }
 
 
-@router.post("/classify", openapi_extra=BODY_DOC, response_model=ClassificationOut, responses=documented(415))
-async def classify(request: Request, classifier: ClassifierDep, metrics: MetricsDep, _: Reader) -> ClassificationOut:
+@router.post("/classify", openapi_extra=BODY_DOC, response_model=Classification, responses=documented(415))
+async def classify(request: Request, classifier: ClassifierDep, metrics: MetricsDep, _: Reader) -> Classification:
     """Classify a log given as the raw body (any bytes; no content type means raw too) or
     as JSON {"log": "..."} (text UTF-8 cannot hold kept as U+FFFD)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -48,4 +47,4 @@ async def classify(request: Request, classifier: ClassifierDep, metrics: Metrics
         raise HTTPException(415, f"send the log as text/plain, application/octet-stream or JSON, not {kind}")
     result = await run_in_threadpool(classifier.classify_bytes, data)
     metrics.classifications.labels(result.reason, result.source).inc()
-    return cast(ClassificationOut, result.to_dict())  # validated as the response model
+    return result
