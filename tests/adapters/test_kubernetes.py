@@ -24,6 +24,7 @@ from failclass.adapters.kubernetes.objects import (
     scheduler_evidence,
 )
 from failclass.classifier import Classifier
+from failclass.contracts import Decision, Explanation
 from failclass.hook.answer import HookAnswer
 from failclass.hook.backends import EXIT_CODES, LocalBackend
 from failclass.policy.config import load_policy
@@ -168,7 +169,7 @@ def test_changes_are_merge_patches() -> None:
     affinity = JobChange(avoid_nodes=("gpu-7",)).merge_patch()["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gpu-7"]}]}]
-    answer = HookAnswer.from_json({"action": "hold", "explanation": {"reason": "cpu_oom", "message": "x" * 5000}})
+    answer = HookAnswer(Decision("hold", Explanation("cpu_oom", None, "holds", "x" * 5000)))
     assert len(JobDecision.from_answer(answer).message) == 1000
 
 
@@ -201,5 +202,6 @@ def test_the_api_names_the_cause_as_scheduler_evidence(tmp_path: Path) -> None:
     backend = LocalBackend(f"sqlite:///{tmp_path / 'f.db'}", Classifier(), load_policy())
     attempt = attempt_from_pod(parse_pod(OOM_KILLED), 1, (str(log),))
     answer = backend.decide(attempt, [log], evidence["oom"])
-    assert answer.explanation is not None and answer.explanation.reason == "cpu_oom"
-    assert backend.decide(replace(attempt, job_id="vision/other"), [log], None).explanation.reason == "no_signature"  # type: ignore[union-attr]
+    assert answer.decided is not None and answer.decided.explanation.reason == "cpu_oom"
+    other = backend.decide(replace(attempt, job_id="vision/other"), [log], None).decided
+    assert other is not None and other.explanation.reason == "no_signature"

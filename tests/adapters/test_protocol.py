@@ -41,7 +41,7 @@ def test_a_toy_adapter_gets_decisions_and_acts(tmp_path: Path) -> None:
     assert [h.finished.handle for h in handled] == ["j-syntax", "j-nccl", "j-ok"]
     assert queue.actions == ["j-syntax: no_retry", "j-nccl: retry"]  # the passed one is recorded, not acted on
     assert handled[2].done == [] and handled[2].answer.action == "recorded"
-    assert handled[2].answer.classification is not None and handled[2].answer.classification["reason"] == "syntax_error"
+    assert handled[2].answer.classification is not None and handled[2].answer.classification.reason == "syntax_error"
     assert [a["attempt"] for a in backend.store.job("j-ok")] == [1]
 
 
@@ -57,12 +57,10 @@ def test_the_schedulers_own_evidence_outweighs_an_empty_log(tmp_path: Path) -> N
     backend = LocalBackend(f"sqlite:///{tmp_path / 's.db'}", ClassifierOptions(no_model=True).build(print), load_policy())
     plain = backend.decide(Attempt("j-plain", 1, "toy"), [empty])
     answer = backend.decide(attempt, [empty], SchedulerEvidence("job_preempted", "slurm.node_fail", lines))
-    assert plain.explanation is not None and plain.explanation.reason == "no_signature"
-    assert answer.explanation is not None and (answer.explanation.reason, answer.explanation.rule_id) == (
+    assert plain.decided is not None and plain.decided.explanation.reason == "no_signature"
+    assert answer.decided is not None and (answer.decided.explanation.reason, answer.decided.explanation.rule_id) == (
         "job_preempted",
         "slurm.node_fail",
     )
     assert answer.action == "retry" and answer.classification is not None
-    assert answer.classification["source"] == "scheduler" and [e["text"] for e in answer.classification["evidence"]] == list(
-        lines
-    )
+    assert answer.classification.source == "scheduler" and [e.text for e in answer.classification.evidence] == list(lines)

@@ -113,16 +113,16 @@ class RecordingScontrol(Scontrol):
     ],
 )
 def test_each_decision_becomes_scontrol_commands(answer: dict[str, Any], expected: list[tuple[str, ...]]) -> None:
-    body = {**answer, "explanation": {"reason": "r", "rule_id": "r.x", "message": "m"}}
+    body = {**answer, "explanation": {"reason": "r", "rule_id": "r.x", "policy_clause": "defaults.action", "message": "m"}}
     scontrol = RecordingScontrol()
-    scontrol.act("7", HookAnswer.from_json(body))
+    scontrol.act("7", HookAnswer.of_body(body))
     assert scontrol.ran[:-1] == expected
-    assert scontrol.ran[-1] == ("update", "jobid=7", f"comment={comment_for(HookAnswer.from_json(body))}")
-    assert comment_for(HookAnswer.from_json(body)) == f"failclass: {answer['action']}: r (r.x): m"
+    assert scontrol.ran[-1] == ("update", "jobid=7", f"comment={comment_for(HookAnswer.of_body(body))}")
+    assert comment_for(HookAnswer.of_body(body)) == f"failclass: {answer['action']}: r (r.x): m"
     audit = RecordingScontrol()
-    assert audit.act("7", HookAnswer.from_json({**body, "enforced": False})) == [] and audit.ran == []
+    assert audit.act("7", HookAnswer.of_body({**body, "enforced": False})) == [] and audit.ran == []
     left = RecordingScontrol()
-    left.act("7", HookAnswer.from_json({**body, "action": "no_retry"}), no_retry="leave-failed")
+    left.act("7", HookAnswer.of_body({**body, "action": "no_retry"}), no_retry="leave-failed")
     assert left.ran == []
 
 
@@ -139,8 +139,17 @@ def test_a_job_slurm_requeued_itself_is_a_failed_attempt_of_a_failed_node() -> N
     assert evidence.lines[1] == "NodeName=node2 State=DOWN+NOT_RESPONDING Reason=failclass test: slurmd killed"
     # Already pending: a retry only updates it, anything else holds it.
     retry, stop = RecordingScontrol(), RecordingScontrol()
-    body = {"action": "retry", "backoff_seconds": 3, "explanation": {"reason": "job_preempted", "rule_id": "slurm.node_fail"}}
-    retry.act("1", HookAnswer.from_json(body), requeued=True)
-    stop.act("1", HookAnswer.from_json({**body, "action": "no_retry"}), requeued=True)
+    body = {
+        "action": "retry",
+        "backoff_seconds": 3,
+        "explanation": {
+            "reason": "job_preempted",
+            "rule_id": "slurm.node_fail",
+            "policy_clause": "defaults.action",
+            "message": "",
+        },
+    }
+    retry.act("1", HookAnswer.of_body(body), requeued=True)
+    stop.act("1", HookAnswer.of_body({**body, "action": "no_retry"}), requeued=True)
     assert [c[:2] for c in retry.ran] == [("update", "jobid=1"), ("update", "jobid=1")] and retry.ran[0][2] == "StartTime=now+3"
     assert stop.ran[0] == ("hold", "1")
