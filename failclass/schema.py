@@ -117,8 +117,9 @@ def load(path: Path, kind: type[T], what: str) -> T:
 
 
 def build(kind: type[T], values: Any, file: str, path: str = "") -> T:
-    """``values`` checked against ``kind`` and made one; ``file`` and ``path`` say where they are."""
-    return _build(kind, values, _Place(file, path))
+    """``values`` checked against ``kind`` (a class, or a type such as ``tuple[Row, ...]`` for a
+    file that is a list) and made one; ``file`` and ``path`` say where they are."""
+    return typing.cast(T, _value(kind, values, {}, _Place(file, path)))
 
 
 def checked(kind: type, values: Any, file: str, path: str = "", noun: str = "keys") -> dict[str, Any]:
