@@ -62,7 +62,9 @@ def allowed(
     expression compiles with ``flags`` and needs a literal of ``min_literal`` characters that
     every match contains (the signature rules' own check; 0 for a fragment such as a line
     prefix). ``unique``: the field of a list's items that no two share. ``fields_of``: a
-    ``dict`` field holding some of that class's fields, kept as a mapping (a policy layer)."""
+    ``dict`` field holding some of that class's fields, kept as a mapping (a policy layer).
+    A required field declared with ``allowed`` goes after the plain ones: mypy takes any call
+    for a default."""
     metadata = {
         "ge": ge,
         "gt": gt,

@@ -36,14 +36,7 @@ SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
 RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
 UNSAFE_RULES_ENV = "FAILCLASS_UNSAFE_RULES"  # refuse (default) or warn
 CACHE_FORMAT = 1  # of a cached rule set: raise it when _encoded changes
-LOADER = (
-    "exceptions.py",
-    "patterns.py",
-    "rules.py",
-    "safety.py",
-    "taxonomy.py",
-    "../schema.py",
-)  # their code shapes a rule set too
+LOADER = ("exceptions.py", "patterns.py", "rules.py", "safety.py", "taxonomy.py", "../schema.py")  # code shaping a rule set
 
 
 @dataclass(frozen=True)

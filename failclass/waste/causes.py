@@ -78,6 +78,10 @@ class Series:
 
 @dataclass(frozen=True)
 class Cause:
+    """A cause as causes.yaml writes it (the file's header says what each key means): a new
+    key is one field here, a new series condition one field of ``Series`` (and its check in
+    failclass/waste/explain.py)."""
+
     id: str
     name: str
     fix: str
