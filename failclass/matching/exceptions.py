@@ -37,8 +37,12 @@ class ExceptionPattern:
 
     def to_dict(self) -> dict[str, Any]:
         """As written in the rule file (for `rules list --json`)."""
-        regexes = {"message": self.message, "frames": self.frames, "not_frames": self.not_frames}
-        return {"types": sorted(self.types), **{k: v for k, v in regexes.items() if v is not None}}
+        return {"types": sorted(self.types), **self.regexes()}
+
+    def regexes(self) -> dict[str, str]:
+        """Each regex given, by its key (message, frames, not_frames)."""
+        found = {"message": self.message, "frames": self.frames, "not_frames": self.not_frames}
+        return {key: regex for key, regex in found.items() if regex is not None}
 
     def matches(self, raised: RaisedException) -> bool:
         if raised.name not in self.types and raised.type not in self.types:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from failclass.logs.text import blocks_of_text
 from failclass.matching.matcher import Matcher
 from failclass.matching.rules import RuleSet
-from failclass.matching.safety import Finding, lint_pattern
+from failclass.matching.safety import Finding, lint_pattern, regexes
 
 
 def overlaps(ruleset: RuleSet, matcher: Matcher) -> Iterator[Finding]:
@@ -40,8 +40,9 @@ def lint(ruleset: RuleSet, matcher: Matcher) -> list[Finding]:
     findings: list[Finding] = []
     owners: dict[tuple[str, bool], str] = {}
     for rule in ruleset.rules:
+        for where, regex, flags in regexes(rule):
+            findings.extend(lint_pattern(rule, where, regex, flags))
         for index, pattern in enumerate(rule.patterns):
-            findings.extend(lint_pattern(rule, index, pattern))
             key = (pattern, rule.ignore_case)
             if key in owners and owners[key] != rule.id:
                 findings.append(Finding("error", rule.id, rule.path, f"patterns[{index}] duplicates a pattern of {owners[key]}"))

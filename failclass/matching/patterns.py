@@ -11,10 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from failclass.errors import ConfigError
-from failclass.yamlload import SafeLoader
+from failclass.schema import Invalid, allowed, load
 
 
 @dataclass(frozen=True)
@@ -24,27 +21,30 @@ class Prefix:
     examples: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class PrefixEntry:
+    """A prefix as prefixes.yaml writes it: its pattern a fragment, with no literal required."""
+
+    id: str
+    description: str
+    examples: tuple[str, ...]  # text the pattern consumes whole
+    pattern: re.Pattern[str] = allowed(min_literal=0)
+
+    def __post_init__(self) -> None:
+        for index, example in enumerate(self.examples):
+            if not self.pattern.fullmatch(example):
+                raise Invalid(f"{example!r} is not consumed whole by the pattern", f"examples[{index}]")
+
+
+@dataclass(frozen=True)
+class PrefixesFile:
+    prefixes: tuple[PrefixEntry, ...] = allowed(unique="id")
+
+
 def load_prefixes(path: Path) -> tuple[Prefix, ...]:
     """Read prefixes.yaml; every prefix must compile and consume each of its examples."""
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read prefixes: {exc}") from exc
-    prefixes = []
-    for entry in data.get("prefixes") or []:
-        pid, pattern = entry.get("id"), entry.get("pattern")
-        if not pid or not pattern:
-            raise ConfigError(f"{path}: every prefix needs an id and a pattern")
-        try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(f"{path}: prefix {pid}: pattern does not compile: {exc}") from exc
-        examples = tuple(entry.get("examples") or ())
-        for example in examples:
-            if not compiled.fullmatch(example):
-                raise ConfigError(f"{path}: prefix {pid}: pattern does not consume example {example!r}")
-        prefixes.append(Prefix(pid, pattern, examples))
-    return tuple(prefixes)
+    written = load(path, PrefixesFile, "the prefixes")
+    return tuple(Prefix(entry.id, entry.pattern.pattern, entry.examples) for entry in written.prefixes)
 
 
 def line_start(prefixes: tuple[Prefix, ...]) -> str:

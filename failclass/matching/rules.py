@@ -24,7 +24,7 @@ from failclass.errors import RuleError
 from failclass.matching import cache
 from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
-from failclass.matching.safety import lint_pattern
+from failclass.matching.safety import lint_pattern, regexes
 from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Reason, Taxonomy, builtin_taxonomy
 from failclass.resources import user_data_dir
 from failclass.yamlload import SafeLoader
@@ -36,7 +36,7 @@ SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
 RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
 UNSAFE_RULES_ENV = "FAILCLASS_UNSAFE_RULES"  # refuse (default) or warn
 CACHE_FORMAT = 1  # of a cached rule set: raise it when _encoded changes
-LOADER = ("exceptions.py", "patterns.py", "rules.py", "safety.py", "taxonomy.py")  # their code shapes a rule set too
+LOADER = ("exceptions.py", "patterns.py", "rules.py", "safety.py", "taxonomy.py", "../schema.py")  # code shaping a rule set
 
 
 @dataclass(frozen=True)
@@ -281,16 +281,14 @@ def check_safety(rule: Rule) -> list[str]:
     """An operator's rule with a dangerous pattern (the errors of `rules lint`) is refused;
     with FAILCLASS_UNSAFE_RULES=warn it is loaded, and what to warn about is returned."""
     loaded_anyway = []
-    for index, pattern in enumerate(rule.patterns):
-        for finding in lint_pattern(rule, index, pattern):
+    for where, regex, flags in regexes(rule):
+        for finding in lint_pattern(rule, where, regex, flags):
             if finding.severity != "error":
                 continue
             if os.environ.get(UNSAFE_RULES_ENV, "refuse") == "warn":
                 loaded_anyway.append(f"{finding} (loaded anyway: {UNSAFE_RULES_ENV}=warn)")
             else:
-                raise RuleError(
-                    rule.path, rule.id, f"patterns[{index}]", f"{finding.message}; set {UNSAFE_RULES_ENV}=warn to load it anyway"
-                )
+                raise RuleError(rule.path, rule.id, where, f"{finding.message}; set {UNSAFE_RULES_ENV}=warn to load it anyway")
     return loaded_anyway
 
 
@@ -300,7 +298,7 @@ def _cache_name(dirs: list[Path]) -> str | None:
     of the loader's own code and version, and of FAILCLASS_UNSAFE_RULES. None when a file
     cannot be listed or read: the load then says what is wrong."""
     digest = hashlib.sha256(f"{CACHE_FORMAT}|{__version__}|{os.environ.get(UNSAFE_RULES_ENV, 'refuse')}".encode())
-    loader = [Path(__file__).with_name(module) for module in LOADER]
+    loader = [Path(__file__).parent / module for module in LOADER]
     try:
         rule_paths = [path for directory in dirs for path in rule_files(directory)]
         for path in [*loader, BUILTIN_DIR / "taxonomy.yaml", BUILTIN_DIR / "prefixes.yaml", *rule_paths]:

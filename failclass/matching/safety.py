@@ -1,6 +1,7 @@
 """Whether a pattern is safe to hand to a backtracking engine: no nested unbounded
 quantifiers, a required literal, no accidental line-crossing. `failclass rules lint` runs
-these checks over every rule, and the loader runs them over an operator's rules."""
+these checks over every rule (its patterns and its exception pattern's regexes), the loader
+runs them over an operator's rules, and failclass.schema over the data files' regexes."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ class Rule(Protocol):
     def path(self) -> str: ...
     @property
     def ignore_case(self) -> bool: ...
+    @property
+    def patterns(self) -> tuple[str, ...]: ...
+    @property
+    def exception(self) -> Any: ...  # an ExceptionPattern, or None
 
 
 MIN_LITERAL = 3
@@ -94,16 +99,40 @@ def matches_line_break(parsed: Any) -> bool:
     return False
 
 
-def lint_pattern(rule: Rule, index: int, pattern: str) -> Iterator[Finding]:
-    where = f"patterns[{index}]"
+def pattern_errors(pattern: str, flags: int = 0, min_literal: int = MIN_LITERAL) -> list[str]:
+    """What refuses a pattern: it does not parse, it nests unbounded quantifiers, or (where
+    ``min_literal`` asks for one) no literal of that many characters is in every match."""
     try:
-        parsed = sre_parse.parse(pattern, re.IGNORECASE if rule.ignore_case else 0)
+        parsed = sre_parse.parse(pattern, flags)
     except re.error as exc:
-        yield Finding("error", rule.id, rule.path, f"{where} does not parse: {exc}")
-        return
+        return [f"does not parse: {exc}"]
+    problems = []
     if nested_unbounded(parsed):
-        yield Finding("error", rule.id, rule.path, f"{where} nests unbounded quantifiers (catastrophic backtracking)")
-    if longest_required_literal(parsed) < MIN_LITERAL:
-        yield Finding("error", rule.id, rule.path, f"{where} has no required literal of {MIN_LITERAL}+ characters")
-    if matches_line_break(parsed):
+        problems.append("nests unbounded quantifiers (catastrophic backtracking)")
+    if min_literal and longest_required_literal(parsed) < min_literal:
+        problems.append(f"has no required literal of {min_literal}+ characters")
+    return problems
+
+
+def regexes(rule: Rule) -> Iterator[tuple[str, str, int]]:
+    """A rule's regular expressions with their field and flags: its patterns, and its
+    exception pattern's message and frames (matched as written, case counting)."""
+    flags = re.IGNORECASE if rule.ignore_case else 0
+    for index, pattern in enumerate(rule.patterns):
+        yield f"patterns[{index}]", pattern, flags
+    if rule.exception is not None:
+        for key, pattern in rule.exception.regexes().items():
+            yield f"exception.{key}", pattern, 0
+
+
+def lint_pattern(rule: Rule, where: str, pattern: str, flags: int) -> Iterator[Finding]:
+    """The errors that refuse the pattern at ``where`` (a field of the rule), and a warning
+    where it can match across lines."""
+    for problem in pattern_errors(pattern, flags):
+        yield Finding("error", rule.id, rule.path, f"{where} {problem}")
+    try:
+        crosses = matches_line_break(sre_parse.parse(pattern, flags))
+    except re.error:
+        return
+    if crosses:
         yield Finding("warning", rule.id, rule.path, f"{where} uses \\s or \\n, which can match across lines; use [ \\t]")

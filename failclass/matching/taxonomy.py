@@ -1,4 +1,5 @@
-"""Failure reasons and their categories, loaded from signatures/taxonomy.yaml."""
+"""Failure reasons and their categories, loaded from signatures/taxonomy.yaml (its schema:
+``TaxonomyFile`` and ``ReasonEntry``, checked by failclass.schema)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,8 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
-import yaml
-
-from failclass.errors import ConfigError
 from failclass.resources import SIGNATURES
-from failclass.yamlload import SafeLoader
+from failclass.schema import Invalid, allowed, load
 
 BUILTIN_DIR = SIGNATURES
 NO_SIGNATURE = "no_signature"
@@ -60,28 +58,40 @@ class Taxonomy:
         return {r.id: r.name for r in self.reasons.values()}
 
 
+@dataclass(frozen=True)
+class ReasonEntry:
+    """A reason as taxonomy.yaml writes it (a Reason, with its scheduler words by scheduler)."""
+
+    name: str
+    id: str = allowed(fullmatch=r"[a-z0-9_]+")
+    categories: tuple[str, ...] = ()
+    consequence: bool = False
+    preemption: bool = False
+    scheduler: dict[str, tuple[str, ...]] = allowed({})
+
+
+@dataclass(frozen=True)
+class TaxonomyFile:
+    categories: dict[str, str]
+    reasons: tuple[ReasonEntry, ...] = allowed(unique="id")
+
+    def __post_init__(self) -> None:
+        for index, entry in enumerate(self.reasons):
+            unknown = [c for c in entry.categories if c not in self.categories]
+            if unknown:
+                raise Invalid(f"unknown categories {unknown}; known: {sorted(self.categories)}", f"reasons[{index}].categories")
+        if NO_SIGNATURE not in {entry.id for entry in self.reasons}:
+            raise Invalid(f"the taxonomy must define {NO_SIGNATURE!r}", "reasons")
+
+
 def load_taxonomy(path: Path) -> Taxonomy:
-    """Read and check a taxonomy file: unique ids, known categories."""
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read taxonomy: {exc}") from exc
-    categories = dict(data.get("categories") or {})
-    reasons: dict[str, Reason] = {}
-    for entry in data.get("reasons") or []:
-        rid = entry.get("id")
-        if not rid or rid in reasons:
-            raise ConfigError(f"{path}: missing or duplicate reason id {rid!r}")
-        cats = tuple(entry.get("categories") or ())
-        unknown = [c for c in cats if c not in categories]
-        if unknown:
-            raise ConfigError(f"{path}: reason {rid}: unknown categories {unknown}")
-        flags = (bool(entry.get("consequence", False)), bool(entry.get("preemption", False)))
-        words = tuple((name, str(word)) for name, listed in (entry.get("scheduler") or {}).items() for word in listed)
-        reasons[rid] = Reason(rid, str(entry.get("name") or rid), cats, *flags, words)
-    if NO_SIGNATURE not in reasons:
-        raise ConfigError(f"{path}: the taxonomy must define {NO_SIGNATURE!r}")
-    return Taxonomy(reasons, categories)
+    """Read and check a taxonomy file (ConfigError ``file: key.path: problem``)."""
+    written = load(path, TaxonomyFile, "the taxonomy")
+    reasons = {}
+    for e in written.reasons:
+        words = tuple((scheduler, word) for scheduler, listed in e.scheduler.items() for word in listed)
+        reasons[e.id] = Reason(e.id, e.name, e.categories, e.consequence, e.preemption, words)
+    return Taxonomy(reasons, written.categories)
 
 
 @cache

@@ -5,47 +5,27 @@ replaces them key by key. Settings for a failure are resolved in layers, each na
 the clause it came from, so a decision can say which line of which file decided it.
 
 The schema is declared on the dataclasses themselves (each field's type and its bounds in
-``allowed(...)``) and checked by one function, ``_checked``: a wrong type (``"abc"`` for a
-number, ``"no"`` for true/false), a value out of range, an unknown key, reason or rule id
-is refused as ``file: key.path: problem``. It is checked here rather than by pydantic so
-that ``hook decide``, which loads the policy on every call, does not import it.
+``allowed(...)``) and checked by failclass.schema, as every data file is: a wrong type
+(``"abc"`` for a number, ``"no"`` for true/false), a value out of range, an unknown key,
+reason or rule id is refused as ``file: key.path: problem``.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 import os
-import types
-import typing
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, cast
 
 from failclass.contracts import MODES, RETRY_ACTIONS, Mode
 from failclass.errors import ConfigError
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.resources import POLICY
-from failclass.yamlload import SafeLoader
+from failclass.schema import allowed, checked, derived, of_type, read_yaml
 
 DEFAULT_POLICY = POLICY / "default.yaml"
 POLICY_ENV = "FAILCLASS_POLICY"
 REASON_ACTIONS = (*RETRY_ACTIONS, "no_retry")  # what a failure's settings may choose; holds and rejections are the policy's
-
-
-def allowed(
-    default: Any,
-    *,
-    ge: float | None = None,
-    gt: float | None = None,
-    le: float | None = None,
-    lt: float | None = None,
-    choices: tuple[str, ...] = (),
-) -> Any:
-    """A policy field's default and the values it accepts beyond its type."""
-    return field(default=default, metadata={"ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -60,7 +40,7 @@ class ReasonPolicy:
     suspect_node: bool = False
     memory_factor: float | None = allowed(None, gt=0)
     avoid_same_gpu_type: bool = False
-    clause: str = "defaults"  # the most specific layer that set anything
+    clause: str = derived("defaults")  # the most specific layer that set anything
 
     def under(self, layer: Layer, clause: str) -> ReasonPolicy:
         """These settings with ``layer`` over them (its values were checked on loading)."""
@@ -138,65 +118,12 @@ class PolicyConfig:
         return resolved
 
 
-def _checked(kind: type, values: Any, where: str) -> dict[str, Any]:
-    """``values`` (some or all of ``kind``'s fields) checked: known keys, each field's type (a
-    bool is no number, a string no bool, a number finite) and its bounds."""
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a mapping of settings, not {type(values).__name__}")
-    hints = _type_hints(kind)
-    known = {f.name: f for f in fields(kind) if f.name != "clause"}
-    unknown = set(values) - set(known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
-    for key, value in values.items():
-        spec, at = known[key], f"{where}.{key}"
-        types_ = typing.get_args(hints[key]) if isinstance(hints[key], types.UnionType) else (hints[key],)
-        if value is None and type(None) in types_:
-            continue
-        if not _of_type(value, types_):
-            wanted = " or ".join(
-                "null"
-                if t is type(None)
-                else {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}[t.__name__]
-                for t in types_
-            )
-            raise ConfigError(f"{at}: {value!r} is not {wanted}")
-        meta = spec.metadata
-        if meta.get("choices") and value not in meta["choices"]:
-            raise ConfigError(f"{at}: {value!r} is not one of {meta['choices']}")
-        for bound, holds, says in (
-            ("ge", lambda v, b: v >= b, ">="),
-            ("gt", lambda v, b: v > b, ">"),
-            ("le", lambda v, b: v <= b, "<="),
-            ("lt", lambda v, b: v < b, "<"),
-        ):
-            if meta.get(bound) is not None and not holds(value, meta[bound]):
-                raise ConfigError(f"{at}: {value!r} must be {says} {meta[bound]}")
-    return dict(values)
+def _reason_values(values: Any, source: str, path: str) -> Layer:
+    return checked(ReasonPolicy, values, source, path, noun="settings")
 
 
-@functools.cache
-def _type_hints(kind: type) -> dict[str, Any]:
-    """A settings class's field types, resolved once (each layer of the file asks again)."""
-    return typing.get_type_hints(kind)
-
-
-def _of_type(value: Any, types_: tuple[Any, ...]) -> bool:
-    if isinstance(value, bool):
-        return bool in types_
-    if isinstance(value, int):
-        return int in types_ or float in types_
-    if isinstance(value, float):
-        return float in types_ and math.isfinite(value)
-    return isinstance(value, str) and str in types_
-
-
-def _reason_values(values: Any, where: str) -> Layer:
-    return _checked(ReasonPolicy, values, where)
-
-
-def _section(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
-    return kind(**_checked(kind, data.get(key) or {}, f"{where}: {key}"))
+def _section(data: dict[str, Any], key: str, kind: type, source: str) -> Any:
+    return kind(**checked(kind, data.get(key) or {}, source, key, noun="settings"))
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -207,10 +134,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the policy: {exc}") from None
+    data = read_yaml(path, "the policy") or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a policy is a mapping")
     return data
@@ -229,10 +153,10 @@ def load_policy(
         source = str(configured)
     window = _check_shape(data, source)
     clusters = {
-        vc: _cluster(block, f"{source}: virtual_clusters.{vc}") for vc, block in (data.get("virtual_clusters") or {}).items()
+        vc: _cluster(block, source, f"virtual_clusters.{vc}") for vc, block in (data.get("virtual_clusters") or {}).items()
     }
-    reasons = {r: _reason_values(v, f"{source}: reasons.{r}") for r, v in (data.get("reasons") or {}).items()}
-    rules = {r: _reason_values(v, f"{source}: rules.{r}") for r, v in (data.get("rules") or {}).items()}
+    reasons = {r: _reason_values(v, source, f"reasons.{r}") for r, v in (data.get("reasons") or {}).items()}
+    rules = {r: _reason_values(v, source, f"rules.{r}") for r, v in (data.get("rules") or {}).items()}
     named_reasons = [(f"reasons.{r}", r) for r in reasons] + [
         (f"virtual_clusters.{vc}.reasons.{r}", r) for vc, c in clusters.items() for r in c.reasons
     ]
@@ -244,8 +168,8 @@ def load_policy(
     if known_rules is not None and (strangers := [at for at, r in named_rules if r not in known_rules]):
         raise ConfigError(f"{source}: rule ids no rule has: {strangers}")
     return PolicyConfig(
-        mode=typing.cast(Mode, data.get("mode", "enforce")),
-        defaults=ReasonPolicy().under(_reason_values(data.get("defaults") or {}, f"{source}: defaults"), "defaults"),
+        mode=cast(Mode, data.get("mode", "enforce")),
+        defaults=ReasonPolicy().under(_reason_values(data.get("defaults") or {}, source, "defaults"), "defaults"),
         backoff=_section(data, "backoff", Backoff, source),
         user_window_hours=window,
         blacklist=_section(data, "blacklist", BlacklistPolicy, source),
@@ -266,7 +190,7 @@ def _check_shape(data: dict[str, Any], source: str) -> float:
     if data.get("mode", "enforce") not in MODES:
         raise ConfigError(f"{source}: mode must be one of {MODES}")
     window = data.get("user_window_hours", 168)
-    if not _of_type(window, (float,)) or window <= 0:
+    if not of_type(window, (float,)) or window <= 0:
         raise ConfigError(f"{source}: user_window_hours: {window!r} must be a number > 0")
     for part in ("reasons", "rules", "virtual_clusters"):
         if not isinstance(data.get(part) or {}, dict):
@@ -274,11 +198,11 @@ def _check_shape(data: dict[str, Any], source: str) -> float:
     return float(window)
 
 
-def _cluster(block: Any, where: str) -> ClusterPolicy:
+def _cluster(block: Any, source: str, path: str) -> ClusterPolicy:
     if not isinstance(block, dict) or set(block) - {"reasons", "rules"}:
-        raise ConfigError(f"{where}: a mapping of reasons and rules")
+        raise ConfigError(f"{source}: {path}: a mapping of reasons and rules")
     layers = {
-        part: {k: _reason_values(v, f"{where}.{part}.{k}") for k, v in (block.get(part) or {}).items()}
+        part: {k: _reason_values(v, source, f"{path}.{part}.{k}") for k, v in (block.get(part) or {}).items()}
         for part in ("reasons", "rules")
     }
     return ClusterPolicy(layers["reasons"], layers["rules"])

@@ -10,15 +10,16 @@ import hmac
 import json
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from failclass.errors import ConfigError
 from failclass.inbound import read_json
+from failclass.schema import allowed, build
 
 SCOPES = ("read", "write")
 BEARER = HTTPBearer(
@@ -30,16 +31,13 @@ BEARER = HTTPBearer(
 )
 
 
-class Token(BaseModel):
+@dataclass(frozen=True)
+class Token:
     """One entry of the tokens file, as `failclass token create` writes it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1)
-    sha256: str = Field(pattern="^[0-9a-f]{64}$")
-    scopes: frozenset[Literal["read", "write"]] = Field(min_length=1)
-
-
-TOKENS = TypeAdapter(list[Token])
+    name: str
+    sha256: str = allowed(fullmatch="[0-9a-f]{64}")
+    scopes: tuple[str, ...] = allowed(choices=SCOPES)
 
 
 def digest(token: str) -> str:
@@ -56,14 +54,9 @@ def read_tokens(path: Path) -> list[Token]:
     except ValueError as exc:
         raise ConfigError(f"{path}: not JSON: {exc}") from None
     try:
-        return TOKENS.validate_python(data)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem["loc"]).lstrip(".")
-        raise ConfigError(
-            f"{path}: {where + ': ' if where else ''}{problem['msg']} "
-            "(expected a list of {name, sha256, scopes}, as `failclass token create` writes)"
-        ) from None
+        return list(build(tuple[Token, ...], data, str(path)))
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (expected a list of {{name, sha256, scopes}}, as `failclass token create` writes)") from None
 
 
 def load_tokens(path: Path | None) -> list[Token] | None:
@@ -97,7 +90,7 @@ def create_token(path: Path, name: str, scopes: list[str]) -> str:
     if any(t.name == name for t in tokens):
         raise ValueError(f"a token named {name!r} exists already")
     secret = "fc_" + secrets.token_urlsafe(32)
-    tokens.append(Token.model_validate({"name": name, "sha256": digest(secret), "scopes": scopes}))
+    tokens.append(Token(name, digest(secret), tuple(scopes)))
     entries = [{"name": t.name, "sha256": t.sha256, "scopes": sorted(t.scopes)} for t in tokens]
     path.write_text(json.dumps(entries, indent=1) + "\n")
     path.chmod(0o600)

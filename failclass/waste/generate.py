@@ -25,12 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from failclass.resources import PACKAGE_DATA
+from failclass.schema import load
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.samples import GpuSamples
-from failclass.yamlload import SafeLoader
 
 EPOCH = datetime(2024, 5, 1, tzinfo=UTC).timestamp()
 GIB = 1024.0
@@ -252,9 +251,22 @@ def _stamp(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
 
 
+@dataclass(frozen=True)
+class Line:
+    """A real log line and the corpora/waste_logs/ file it was copied from."""
+
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class LinesFile:
+    events: dict[str, tuple[Line, ...]]  # what a job does -> the lines that show it
+
+
 def _lines() -> dict[str, list[str]]:
-    document = yaml.load((PACKAGE_DATA / "waste" / "lines.yaml").read_text(encoding="utf-8"), Loader=SafeLoader)
-    return {event: [entry["text"] for entry in entries] for event, entries in document["events"].items()}
+    table = load(PACKAGE_DATA / "waste" / "lines.yaml", LinesFile, "the generator's log lines")
+    return {event: [line.text for line in lines] for event, lines in table.events.items()}
 
 
 def write_trace(spec: TraceSpec, folder: Path, jobs_per_row_group: int = 64) -> list[PlantedJob]:

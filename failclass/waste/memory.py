@@ -18,13 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from failclass.errors import ConfigError
 from failclass.resources import PACKAGE_DATA
+from failclass.schema import Invalid, allowed, load
 from failclass.waste.samples import GpuSamples, TotalOrigin
-from failclass.yamlload import SafeLoader
 
 GPU_MODELS = PACKAGE_DATA / "waste" / "gpu_models.yaml"
 MIB_PER_GB = 1024
@@ -32,59 +29,39 @@ OPTION = "--gpu-memory-mib"
 FIGURES = "stable phases, and the causes judged on peak memory against the total (insufficient memory, improper batch size)"
 
 
-class GpuModel(BaseModel):
+@dataclass(frozen=True)
+class GpuModel:
     """One row of the table (the file's header explains each key)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1)
-    match: str = Field(min_length=1)
-    memory_gb: float = Field(gt=0)
-    source: str = Field(pattern=r"^https://\S+$")
-    reported_mib: float | None = Field(default=None, gt=0)
+    name: str
+    match: re.Pattern[str] = allowed(flags=re.IGNORECASE, min_literal=2)  # a model name is short: "T4"
+    memory_gb: float = allowed(gt=0)
+    source: str = allowed(fullmatch=r"https://\S+")
+    reported_mib: float | None = allowed(None, gt=0)
     reported_source: str | None = None
 
-    @field_validator("match")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression: {exc}") from exc
-        return value
-
-    @model_validator(mode="after")
-    def _reported_with_source(self) -> GpuModel:
+    def __post_init__(self) -> None:
         if (self.reported_mib is None) != (self.reported_source is None):
-            raise ValueError("reported_mib and reported_source go together")
-        return self
+            raise Invalid("reported_mib and reported_source go together")
 
     @property
     def mib(self) -> float:
-        return self.reported_mib or self.memory_gb * MIB_PER_GB
+        return float(self.reported_mib or self.memory_gb * MIB_PER_GB)
 
 
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    models: list[GpuModel] = Field(min_length=1)
+@dataclass(frozen=True)
+class GpuModelTable:
+    models: tuple[GpuModel, ...] = allowed(unique="name")
 
 
 @functools.cache
 def gpu_models(path: Path = GPU_MODELS) -> tuple[GpuModel, ...]:
-    try:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
-        return tuple(_Table.model_validate(document).models)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        place = ".".join(str(part) for part in error["loc"])
-        raise ConfigError(f"{path}: {place}: {error['msg']}") from exc
+    return load(path, GpuModelTable, "the GPU model table").models
 
 
 def model_of(name: str) -> GpuModel | None:
     """The table's model for a name a GPU reports, if any."""
-    return next((m for m in gpu_models() if re.search(m.match, name, re.IGNORECASE)), None)
+    return next((m for m in gpu_models() if m.match.search(name)), None)
 
 
 def from_model(name: str, missing: str, label: str) -> tuple[float, TotalOrigin]:

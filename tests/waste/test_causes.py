@@ -40,39 +40,70 @@ def test_every_log_pattern_matches_a_real_line_of_its_sources(cause):
         assert any(pattern.search(line) for line in every), f"{cause.id}: {pattern.pattern!r} matches no real line"
 
 
+CAUSE = "{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot]"  # a cause, its mapping left open
+
+
 @pytest.mark.parametrize(
-    ("body", "message"),
+    ("body", "line"),
     [
-        ("causes: {}", "a `causes` list"),
-        ("causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot]}]", "needs log evidence"),
+        ("causes: {}", "causes: {} is not a list"),
         (
-            "causes: [{id: x, dimension: mood, name: X, fix: y, intervals: [idle_slot], series: {job_kind: batch}}]",
-            "dimension 'mood'",
+            f"causes: [{CAUSE}}}]",
+            "causes[0]: a cause needs log evidence, a declared kind or series conditions (or detectable: false)",
         ),
         (
-            "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [nap], series: {job_kind: batch}}]",
-            "unknown interval kinds",
-        ),
-        ("causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], series: {colour: red}}]", "unknown series"),
-        (
-            "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], log: {where: during, patterns: ['(a+)+$']}}]",
-            "catastrophic",
+            f"causes: [{CAUSE.replace('model', 'mood')}, series: {{job_kind: batch}}}}]",
+            "causes[0].dimension: 'mood' is not one of ('job', 'model', 'data', 'library')",
         ),
         (
-            "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], log: {where: during, patterns: ['(']}}]",
-            "pattern '\\('",
+            f"causes: [{CAUSE.replace('idle_slot', 'nap')}, series: {{job_kind: batch}}}}]",
+            "causes[0].intervals[0]: 'nap' is not one of "
+            "('never_used', 'idle_slot', 'sudden_drop', 'low_phase', 'persistently_low')",
         ),
         (
-            "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], log: {where: someday, patterns: [a]}}]",
-            "`where`",
+            f"causes: [{CAUSE}, series: {{colour: red}}}}]",
+            "causes[0].series: unknown keys ['colour']; known: ['job_kind', 'job_low', 'max_phase_share', 'min_idle_share', "
+            "'min_phase_share', 'other_gpus_used', 'peak_memory_above_pct', 'peak_memory_below_pct', 'synchronous_dips']",
         ),
+        (
+            f"causes: [{CAUSE}, series: {{other_gpus_used: 'no'}}}}]",
+            "causes[0].series.other_gpus_used: 'no' is not true or false",
+        ),
+        (
+            f"causes: [{CAUSE}, series: {{peak_memory_below_pct: 150}}}}]",
+            "causes[0].series.peak_memory_below_pct: 150 must be <= 100",
+        ),
+        (
+            f"causes: [{CAUSE}, log: {{where: during, patterns: ['(a+)+$']}}}}]",
+            "causes[0].log.patterns[0]: '(a+)+$' nests unbounded quantifiers (catastrophic backtracking)",
+        ),
+        (
+            f"causes: [{CAUSE}, log: {{where: during, patterns: ['(']}}}}]",
+            "causes[0].log.patterns[0]: '(' does not parse: missing ), unterminated subpattern at position 0",
+        ),
+        (
+            f"causes: [{CAUSE}, log: {{where: during, patterns: ['\\d+%']}}}}]",
+            "causes[0].log.patterns[0]: '\\\\d+%' has no required literal of 3+ characters",  # the pattern's repr
+        ),
+        (
+            f"causes: [{CAUSE}, log: {{where: someday, patterns: [Saving]}}}}]",
+            "causes[0].log.where: 'someday' is not one of ('during', 'at_edge', 'before_idle_to_end', 'span', 'anywhere')",
+        ),
+        (
+            f"causes: [{CAUSE}, log: {{where: during, patterns: [Saving], silent_after: true}}}}]",
+            "causes[0].log.silent_after: true only with where: before_idle_to_end",
+        ),
+        (f"causes: [{CAUSE.replace('fix: y', 'fix: ' + repr(' '))}, declared_kind: batch}}]", "causes[0].fix: must not be empty"),
+        (f"causes: [{CAUSE}, declared_kind: batch}}, {CAUSE}, declared_kind: batch}}]", "causes[1].id: 'x' repeats causes[0].id"),
+        (f"causes: [{CAUSE.replace('id: x, ', '')}, declared_kind: batch}}]", "causes[0]: missing ['id']"),
     ],
 )
-def test_a_bad_causes_file_is_refused_with_the_reason(tmp_path, body, message):
+def test_a_bad_causes_file_is_refused_in_one_line_with_its_place(tmp_path, body, line):
     path = tmp_path / "causes.yaml"
     path.write_text(body)
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError) as refused:
         load_causes(path)
+    assert str(refused.value) == f"{path}: {line}"
 
 
 def test_an_anchored_pattern_finds_its_message_after_a_rank_tag_and_a_collectors_time():

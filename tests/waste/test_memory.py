@@ -148,8 +148,16 @@ def test_a_broken_table_names_the_file_the_row_and_the_key(tmp_path):
     document["models"][2]["memory_gib"] = 80
     broken = tmp_path / "models.yaml"
     broken.write_text(yaml.safe_dump(document))
-    with pytest.raises(ConfigError, match=r"models\.yaml: models\.2\.memory_gib: Extra inputs are not permitted"):
+    with pytest.raises(ConfigError) as refused:
         gpu_models(broken)
+    known = "['match', 'memory_gb', 'name', 'reported_mib', 'reported_source', 'source']"
+    assert str(refused.value) == f"{broken}: models[2]: unknown keys ['memory_gib']; known: {known}"
+    document["models"][2].pop("memory_gib")
+    document["models"][2]["reported_mib"] = 81920
+    broken.write_text(yaml.safe_dump(document))
+    with pytest.raises(ConfigError) as refused:
+        gpu_models(broken)
+    assert str(refused.value) == f"{broken}: models[2]: reported_mib and reported_source go together"
 
 
 def test_the_report_says_which_figures_are_missing_and_the_option_fills_them(tmp_path):
