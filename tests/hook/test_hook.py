@@ -188,13 +188,13 @@ def test_exit_code_0_is_a_passed_attempt_recorded_without_a_decision(service: st
     assert passed.returncode == 0, passed.stderr
     assert json.loads(passed.stdout)["action"] == "recorded" and "explanation" not in json.loads(passed.stdout)
     (recorded,) = Store.open(store).job("ok")
-    assert (recorded["status"], recorded["decision"]) == ("passed", None)
+    assert (recorded.status, recorded.decision) == ("passed", None)
     failed = decide(store, "--job-id", "bad", "--user", "u", "--exit-code", "0", "--status", "failed", "--log", str(NCCL))
-    assert failed.returncode == 10 and Store.open(store).job("bad")[0]["status"] == "failed"
+    assert failed.returncode == 10 and Store.open(store).job("bad")[0].status == "failed"
     killed = decide(store, "--job-id", "killed", "--user", "u", "--status", "killed", "--log", str(NCCL))
-    assert killed.returncode == 10 and Store.open(store).job("killed")[0]["status"] == "killed"
+    assert killed.returncode == 10 and Store.open(store).job("killed")[0].status == "killed"
     said_passed = decide(store, "--job-id", "said", "--user", "u", "--exit-code", "1", "--status", "passed", "--log", str(NCCL))
-    assert said_passed.returncode == 0 and Store.open(store).job("said")[0]["status"] == "passed"
+    assert said_passed.returncode == 0 and Store.open(store).job("said")[0].status == "passed"
     remote = on_service(service, "ok-remote", "--exit-code", "0", "--log", str(NCCL))
     assert remote.returncode == 0 and json.loads(remote.stdout)["action"] == "recorded", remote.stderr
     import httpx
@@ -251,7 +251,7 @@ def test_decide_on_a_local_store_loads_only_what_it_needs(database_url: str, tmp
     assert {"failclass.store.direct", driver, "hyperscan"} <= loaded
     assert not loaded & HEAVY, sorted(loaded & HEAVY)
     (recorded,) = Store.open(database_url).job("j-1")
-    assert recorded["user"] == "bob" and recorded["decision"] is not None and recorded["decision"].action == "no_retry"
+    assert recorded.user == "bob" and recorded.decision is not None and recorded.decision.action == "no_retry"
 
 
 def test_the_hook_on_a_service_needs_no_home(service: str, tmp_path: Path) -> None:

@@ -88,10 +88,10 @@ def test_the_rows_the_driver_writes_are_those_the_orm_reads(database_url: str) -
     attempt = Attempt("j", 1, "u", start_time=start, end_time=datetime(2026, 11, 2, 8, 30), nodes=("gpu-01",))
     recorded = report_attempt(direct, attempt, examined, load_policy(), now=T0)
     (row,) = store.job("j")
-    assert (row["start_time"], row["end_time"]) == ("2026-11-02T08:00:00+00:00", "2026-11-02T08:30:00+00:00")
-    assert (row["recorded_at"], row["nodes"], row["classification"]) == (T0.isoformat(), ["gpu-01"], recorded.classification)
-    assert row["decision"] is not None and recorded.decision is not None
-    assert row["decision"].action == recorded.decision.action == "retry"
+    assert (row.start_time, row.end_time) == (datetime(2026, 11, 2, 8, 0, tzinfo=UTC), datetime(2026, 11, 2, 8, 30, tzinfo=UTC))
+    assert (row.recorded_at, row.nodes, row.classification) == (T0, ("gpu-01",), recorded.classification)
+    assert row.decision is not None and recorded.decision is not None
+    assert row.decision.action == recorded.decision.action == "retry"
     assert [d.action for d in store.decisions(since=T0)] == ["retry"]
     assert store.decisions(since=T0 + timedelta(microseconds=1)) == []
     again = report_attempt(direct, attempt, examined, load_policy(), now=T0 + timedelta(minutes=1))

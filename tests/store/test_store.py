@@ -102,8 +102,8 @@ def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], pol
     assert again.attempt_id == same_attempt.attempt_id == first.attempt_id
     assert again.decision == first.decision
     (recorded,) = store.job("job-1")
-    assert recorded["attempt"] == 1 and recorded["nodes"] == ["gpu-01"]
-    assert recorded["decision"].action == "retry"
+    assert recorded.attempt == 1 and recorded.nodes == ("gpu-01",)
+    assert recorded.decision is not None and recorded.decision.action == "retry"
 
 
 def test_an_idempotency_key_reused_for_another_request_is_refused(
