@@ -9,10 +9,10 @@ from typing import Any, BinaryIO
 
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import TailLines, names_no_cause, segment
+from failclass.logs.region import TailLines, segment
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Hit, Matcher, ScanResult
-from failclass.matching.rootcause import SURVIVED, Candidate, Ranking, rank
+from failclass.matching.rootcause import Candidate, Ranking, SetAside, rank
 from failclass.matching.rules import RuleSet, load_rules
 from failclass.matching.structure import StructureMatcher
 from failclass.matching.taxonomy import NO_SIGNATURE
@@ -189,7 +189,7 @@ class Classifier:
         if ranking.winner is not None and self._names_cause(ranking.winner):
             return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
         generic = ranking.winner is not None and ranking.winner.rule.generic
-        lines = TailLines.of(tail.numbered_lines(scan.lines)) if generic or self.model is not None else None
+        lines = TailLines.of(tail.numbered_lines(scan.lines), self.ruleset.endings) if generic or self.model is not None else None
         if generic and lines is not None:
             ranking = self._without_ended_generics(found, ranking, lines)
         winner = ranking.winner
@@ -226,20 +226,19 @@ class Classifier:
         or a log that went on after them and ends recording no failure (a traceback the job
         survived, then a kill from outside)."""
         if (start := self._end_without_cause(ranking, lines)) is not None:
-            return rank(found, self.rules, lambda candidate: candidate.first.line >= start)
+            return rank(found, self.rules, (SetAside.END_WITHOUT_CAUSE, lambda candidate: candidate.first.line >= start))
         if not lines.shows_failure:
             ending = lines.ending_line
-            return rank(found, self.rules, lambda candidate: candidate.hits[-1].line < ending, SURVIVED)
+            return rank(found, self.rules, (SetAside.SURVIVED, lambda candidate: candidate.hits[-1].line < ending))
         return ranking
 
-    @staticmethod
-    def _end_without_cause(ranking: Ranking, lines: TailLines) -> int | None:
+    def _end_without_cause(self, ranking: Ranking, lines: TailLines) -> int | None:
         """The line from which the log reports an end that names no cause: a generic rule's
         own match there (SageMaker's client wrapper, torchrun's SignalException for SIGTERM)
         sets aside every generic rule; otherwise such a line among the last lines (a time
         limit, torchrun told to stop) sets aside those that matched from it on."""
         generic = [c for c in (ranking.winner, *(c for c, _ in ranking.others)) if c is not None and c.rule.generic]
-        if any(names_no_cause(hit.text) for candidate in generic for hit in candidate.hits):
+        if any(self.ruleset.endings.names_no_cause(segment(hit.text)) for candidate in generic for hit in candidate.hits):
             return 0
         return lines.first_end_without_cause()
 
