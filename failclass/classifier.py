@@ -12,6 +12,7 @@ from failclass.logs.facts import Progress, progress_of
 from failclass.logs.region import TailLines, segment
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Hit, Matcher, ScanResult
+from failclass.matching.roles import Role
 from failclass.matching.rootcause import Candidate, Ranking, SetAside, rank
 from failclass.matching.rules import RuleSet, load_rules
 from failclass.matching.structure import StructureMatcher
@@ -27,6 +28,7 @@ from failclass.model.artifact import LoadedModel
 # why), named it, "No signature" is almost always wrong: the model then speaks from this
 # confidence on, below its own threshold.
 NO_RULE_THRESHOLD = 0.15
+SIGNATURE_STRENGTH = {Role.CAUSE: 3, Role.CONSEQUENCE: 3, Role.HINT: 1, Role.GENERIC: 1}  # the model's answer: 2, none: 0
 MODEL_WHY = (
     "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
     "Check the evidence line before acting on it, and correct it with `failclass label` if it is wrong."
@@ -131,8 +133,8 @@ class Classifier:
         self.matcher = Matcher(self.ruleset)
         self.structure = StructureMatcher(self.ruleset)
         self.rules = self.ruleset.by_id()
+        self.roles = self.ruleset.roles.of
         self.model = model
-        self.consequences = self.ruleset.consequence_reasons() | self.ruleset.taxonomy.consequences()
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
@@ -170,9 +172,10 @@ class Classifier:
         return best_path, Examination(best.classification, progress)
 
     def strength(self, result: Classification) -> tuple[int, float]:
-        """How strongly a classification speaks: explicit signature, model, implicit, none."""
+        """How strongly a classification speaks: explicit signature (a cause or a consequence),
+        model, implicit (a hint, a generic rule), none; then confidence."""
         if result.source == "signature" and result.rule_id is not None:
-            rank = 3 if self.rules[result.rule_id].kind == "explicit" else 1
+            rank = SIGNATURE_STRENGTH[self.roles[result.rule_id]]
         else:
             rank = 2 if result.source == "model" else 0
         return rank, result.confidence
@@ -185,10 +188,10 @@ class Classifier:
     def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
         scan = self.matcher.scan(tail.watch(reader))
         found = (*scan.hits, *self.structure.hits(tail, scan.lines))
-        ranking = rank(found, self.rules)
+        ranking = rank(found, self.rules, self.roles)
         if ranking.winner is not None and self._names_cause(ranking.winner):
             return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
-        generic = ranking.winner is not None and ranking.winner.rule.generic
+        generic = ranking.winner is not None and ranking.winner.role is Role.GENERIC
         lines = TailLines.of(tail.numbered_lines(scan.lines), self.ruleset.endings) if generic or self.model is not None else None
         if generic and lines is not None:
             ranking = self._without_ended_generics(found, ranking, lines)
@@ -207,16 +210,16 @@ class Classifier:
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
 
     def _names_cause(self, winner: Candidate) -> bool:
-        """Whether the winning rule names a root cause (explicit, of a reason that is not a
-        consequence): it answers at once, neither the model nor the log's end can change it."""
-        return winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences
+        """Whether the winning rule names a root cause (failclass.matching.roles): it answers
+        at once, neither the model nor the log's end can change it."""
+        return winner.role is Role.CAUSE
 
     def _overrules(self, guess: ModelGuess, winner: Candidate, ranking: Ranking) -> bool:
         """Whether the model's guess replaces an implicit winner: not when it names the winner's
         reason or a consequence, nor when it names what a rule found printed after the winner
         and ranked below it (the model reads the end of the log, where the consequences are:
         an NCCL timeout after a rank's exception only echoes it)."""
-        if guess.reason in self.consequences | {winner.rule.reason}:
+        if guess.reason in self.ruleset.roles.consequences | {winner.rule.reason}:
             return False
         return not any(loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others)
 
@@ -226,10 +229,10 @@ class Classifier:
         or a log that went on after them and ends recording no failure (a traceback the job
         survived, then a kill from outside)."""
         if (start := self._end_without_cause(ranking, lines)) is not None:
-            return rank(found, self.rules, (SetAside.END_WITHOUT_CAUSE, lambda candidate: candidate.first.line >= start))
+            return rank(found, self.rules, self.roles, (SetAside.END_WITHOUT_CAUSE, lambda c: c.first.line >= start))
         if not lines.shows_failure:
             ending = lines.ending_line
-            return rank(found, self.rules, (SetAside.SURVIVED, lambda candidate: candidate.hits[-1].line < ending))
+            return rank(found, self.rules, self.roles, (SetAside.SURVIVED, lambda candidate: candidate.hits[-1].line < ending))
         return ranking
 
     def _end_without_cause(self, ranking: Ranking, lines: TailLines) -> int | None:
@@ -237,7 +240,7 @@ class Classifier:
         own match there (SageMaker's client wrapper, torchrun's SignalException for SIGTERM)
         sets aside every generic rule; otherwise such a line among the last lines (a time
         limit, torchrun told to stop) sets aside those that matched from it on."""
-        generic = [c for c in (ranking.winner, *(c for c, _ in ranking.others)) if c is not None and c.rule.generic]
+        generic = [c for c in (ranking.winner, *(c for c, _ in ranking.others)) if c is not None and c.role is Role.GENERIC]
         if any(self.ruleset.endings.names_no_cause(segment(hit.text)) for candidate in generic for hit in candidate.hits):
             return 0
         return lines.first_end_without_cause()
@@ -250,7 +253,7 @@ class Classifier:
         (no rule named a failure, none of the last lines says one, some report progress):
         both are No signature."""
         winner = ranking.winner
-        unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
+        unspecific = winner is None or winner.role is Role.GENERIC  # nothing, or only "it failed"
         if self.model is None or (ranking.set_aside and winner is None):
             return None
         shown = not unspecific or lines.shows_failure

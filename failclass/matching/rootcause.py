@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from failclass.matching.matcher import Hit
+from failclass.matching.roles import Role
 from failclass.matching.rules import Rule
 
 
@@ -29,9 +30,10 @@ class SetAside(Enum):
 
 @dataclass(frozen=True)
 class Candidate:
-    """A rule that matched, with its hits in log order."""
+    """A rule that matched, with its role and its hits in log order."""
 
     rule: Rule
+    role: Role
     hits: tuple[Hit, ...]
 
     @property
@@ -54,11 +56,14 @@ class Ranking:
         return self.losers + tuple((candidate, why.value) for candidate, why in self.set_aside)
 
 
-def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
+def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule], roles: dict[str, Role]) -> list[Candidate]:
     grouped: dict[str, list[Hit]] = {}
     for hit in hits:
         grouped.setdefault(hit.rule_id, []).append(hit)
-    return [Candidate(rules[rule_id], tuple(sorted(group, key=lambda h: h.offset))) for rule_id, group in grouped.items()]
+    return [
+        Candidate(rules[rule_id], roles[rule_id], tuple(sorted(group, key=lambda h: h.offset)))
+        for rule_id, group in grouped.items()
+    ]
 
 
 def why_lost(loser: Candidate, winner: Candidate) -> str:
@@ -75,13 +80,14 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
 def rank(
     hits: tuple[Hit, ...],
     rules: dict[str, Rule],
+    roles: dict[str, Role],
     aside: tuple[SetAside, Callable[[Candidate], bool]] | None = None,
 ) -> Ranking:
     """The winner and the losers with why; with ``aside`` (why, which), the generic
     candidates it picks (those that saw only an end reported without a cause, or that the
     log went on after) are set aside, for that why."""
-    found = candidates(hits, rules)
-    void = tuple((c, aside[0]) for c in found if aside is not None and c.rule.generic and aside[1](c))
+    found = candidates(hits, rules, roles)
+    void = tuple((c, aside[0]) for c in found if aside is not None and c.role is Role.GENERIC and aside[1](c))
     voided = [c for c, _ in void]
     ordered = sorted((c for c in found if c not in voided), key=Candidate.order_key)
     if not ordered:

@@ -26,6 +26,7 @@ from failclass.matching.endings import ENDINGS_FILE, Endings, load_endings
 from failclass.matching.examples import SOURCE, Example
 from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
+from failclass.matching.roles import Roles, derive_roles
 from failclass.matching.safety import lint_pattern
 from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Reason, Taxonomy, builtin_taxonomy
 from failclass.resources import user_data_dir
@@ -80,10 +81,10 @@ class RuleSet:
     def by_id(self) -> dict[str, Rule]:
         return {rule.id: rule for rule in self.rules}
 
-    def consequence_reasons(self) -> frozenset[str]:
-        """Reasons named only by implicit rules (consequences, such as a bare traceback)."""
-        explicit = {rule.reason for rule in self.rules if rule.kind == "explicit"}
-        return frozenset(rule.reason for rule in self.rules) - explicit
+    @cached_property
+    def roles(self) -> Roles:
+        """Each rule's role and the consequence reasons (failclass.matching.roles)."""
+        return derive_roles(self.rules, self.taxonomy)
 
 
 def _text(value: Any, path: str, rule_id: str | None, field: str, required: bool = True) -> str:
