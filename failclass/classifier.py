@@ -117,14 +117,20 @@ class Examination:
 
 class Classifier:
     """Rules compiled once (and the fallback model, if given), then any number of logs
-    classified. An explicit signature always wins; the model answers only when no
-    explicit one matched and it is at least as confident as its threshold; below that
-    the implicit signature (a consequence such as a bare traceback) or "No signature"
-    stands. A model answer does not replace an implicit signature when it names the same
-    reason (the rule's evidence explains more) or a reason that is itself only a
-    consequence (one that no explicit rule names): it would add nothing. Nor does it answer
-    where the log reports an end that names no cause (a time limit, a SIGTERM from outside,
-    a cloud wrapper) and only generic rules matched, from that end on: that is No signature."""
+    classified, in three steps (the roles are failclass.matching.roles'):
+
+    1. the signatures: a winning rule that names a cause answers at once;
+    2. the no-cause pass: where the winner is generic, the generic rules that saw only an
+       end without a failure (an end reported without its cause, a log that went on after
+       them) are set aside;
+    3. the model's guess, where it is at least as confident as its threshold (or, where the
+       log shows a failure that nothing or only a generic rule named, NO_RULE_THRESHOLD):
+       it replaces a winner that names no cause unless it names the same reason (the rule's
+       evidence explains more), a consequence reason (it would add nothing) or what a rule
+       ranked below the winner found after it. It does not answer where only an end
+       without a cause was left, nor over a run cut off mid-training: No signature.
+
+    Otherwise the winner, or "No signature", stands."""
 
     def __init__(
         self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
@@ -189,50 +195,36 @@ class Classifier:
         scan = self.matcher.scan(tail.watch(reader))
         found = (*scan.hits, *self.structure.hits(tail, scan.lines))
         ranking = rank(found, self.rules, self.roles)
-        if ranking.winner is not None and self._names_cause(ranking.winner):
+        if ranking.winner is not None and ranking.winner.role is Role.CAUSE:  # 1. the signatures
             return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
-        generic = ranking.winner is not None and ranking.winner.role is Role.GENERIC
-        lines = TailLines.of(tail.numbered_lines(scan.lines), self.ruleset.endings) if generic or self.model is not None else None
-        if generic and lines is not None:
-            ranking = self._without_ended_generics(found, ranking, lines)
-        winner = ranking.winner
-        guess = None if lines is None else self._guess(lines, ranking)
-        if guess is not None and (winner is None or self._overrules(guess, winner, ranking)):
-            others = ranking.others
-            if winner is not None:
-                beaten = f"a consequence only; the model is {guess.confidence:.2f} confident of {guess.reason}"
-                others = ((winner, beaten), *others)
-            return self._classification(
-                guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, reader.bytes_read, others
-            )
-        if winner is not None:
-            return self._signature(winner, scan, reader.bytes_read, ranking)
+        lines = self._tail_lines(tail, scan, ranking)
+        ranking = self._without_ended_generics(found, ranking, lines)  # 2. the no-cause pass
+        guess = self._overruling_guess(lines, ranking)  # 3. the model's guess
+        if guess is not None:
+            return self._model_answer(guess, ranking, scan, reader.bytes_read)
+        if ranking.winner is not None:
+            return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
 
-    def _names_cause(self, winner: Candidate) -> bool:
-        """Whether the winning rule names a root cause (failclass.matching.roles): it answers
-        at once, neither the model nor the log's end can change it."""
-        return winner.role is Role.CAUSE
+    def _tail_lines(self, tail: Tail, scan: ScanResult, ranking: Ranking) -> TailLines | None:
+        """The log's last lines, where the next steps read them: a generic winner's (the
+        no-cause pass) or the model's; None where neither does."""
+        if self.model is None and not _generic(ranking.winner):
+            return None
+        return TailLines.of(tail.numbered_lines(scan.lines), self.ruleset.endings)
 
-    def _overrules(self, guess: ModelGuess, winner: Candidate, ranking: Ranking) -> bool:
-        """Whether the model's guess replaces an implicit winner: not when it names the winner's
-        reason or a consequence, nor when it names what a rule found printed after the winner
-        and ranked below it (the model reads the end of the log, where the consequences are:
-        an NCCL timeout after a rank's exception only echoes it)."""
-        if guess.reason in self.ruleset.roles.consequences | {winner.rule.reason}:
-            return False
-        return not any(loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others)
-
-    def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines) -> Ranking:
-        """The ranking without the generic rules (a bare traceback, a clean-up) that saw only
-        an end without a failure: an end reported without a cause (see _end_without_cause),
-        or a log that went on after them and ends recording no failure (a traceback the job
-        survived, then a kill from outside)."""
+    def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines | None) -> Ranking:
+        """The no-cause pass: where the winner is generic, the ranking without the generic
+        rules (a bare traceback, a clean-up) that saw only an end without a failure: an end
+        reported without a cause (see _end_without_cause), or a log that went on after them
+        and ends recording no failure (a traceback the job survived, then a kill from outside)."""
+        if lines is None or not _generic(ranking.winner):
+            return ranking
         if (start := self._end_without_cause(ranking, lines)) is not None:
             return rank(found, self.rules, self.roles, (SetAside.END_WITHOUT_CAUSE, lambda c: c.first.line >= start))
         if not lines.shows_failure:
             ending = lines.ending_line
-            return rank(found, self.rules, self.roles, (SetAside.SURVIVED, lambda candidate: candidate.hits[-1].line < ending))
+            return rank(found, self.rules, self.roles, (SetAside.SURVIVED, lambda c: c.hits[-1].line < ending))
         return ranking
 
     def _end_without_cause(self, ranking: Ranking, lines: TailLines) -> int | None:
@@ -240,10 +232,35 @@ class Classifier:
         own match there (SageMaker's client wrapper, torchrun's SignalException for SIGTERM)
         sets aside every generic rule; otherwise such a line among the last lines (a time
         limit, torchrun told to stop) sets aside those that matched from it on."""
-        generic = [c for c in (ranking.winner, *(c for c, _ in ranking.others)) if c is not None and c.role is Role.GENERIC]
+        everyone = (ranking.winner, *(c for c, _ in ranking.others))
+        generic = [c for c in everyone if c is not None and c.role is Role.GENERIC]
         if any(self.ruleset.endings.names_no_cause(segment(hit.text)) for candidate in generic for hit in candidate.hits):
             return 0
         return lines.first_end_without_cause()
+
+    def _overruling_guess(self, lines: TailLines | None, ranking: Ranking) -> ModelGuess | None:
+        """The model's guess where it answers instead of the winner (or of no winner)."""
+        guess = None if lines is None else self._guess(lines, ranking)
+        if guess is None or (ranking.winner is not None and not self._overrules(guess, ranking.winner, ranking)):
+            return None
+        return guess
+
+    def _overrules(self, guess: ModelGuess, winner: Candidate, ranking: Ranking) -> bool:
+        """Whether the model's guess replaces a winner that names no cause: not when it names
+        the winner's reason or a consequence, nor when it names what a rule found printed after
+        the winner and ranked below it (the model reads the end of the log, where the
+        consequences are: an NCCL timeout after a rank's exception only echoes it)."""
+        if guess.reason in self.ruleset.roles.consequences | {winner.rule.reason}:
+            return False
+        return not any(loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others)
+
+    def _model_answer(self, guess: ModelGuess, ranking: Ranking, scan: ScanResult, size: int) -> Classification:
+        """The model's answer, the winner it replaced (if any) first among the others."""
+        others = ranking.others
+        if ranking.winner is not None:
+            beaten = f"a consequence only; the model is {guess.confidence:.2f} confident of {guess.reason}"
+            others = ((ranking.winner, beaten), *others)
+        return self._classification(guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, size, others)
 
     def _guess(self, lines: TailLines, ranking: Ranking) -> ModelGuess | None:
         """The model's answer from the end of a log, if it names a failure confidently: at
@@ -253,7 +270,7 @@ class Classifier:
         (no rule named a failure, none of the last lines says one, some report progress):
         both are No signature."""
         winner = ranking.winner
-        unspecific = winner is None or winner.role is Role.GENERIC  # nothing, or only "it failed"
+        unspecific = winner is None or _generic(winner)  # nothing, or only "it failed"
         if self.model is None or (ranking.set_aside and winner is None):
             return None
         shown = not unspecific or lines.shows_failure
@@ -308,3 +325,8 @@ class Classifier:
             lines=scan.lines,
             also_matched=also,
         )
+
+
+def _generic(candidate: Candidate | None) -> bool:
+    """Whether a candidate is there and only says that the program failed."""
+    return candidate is not None and candidate.role is Role.GENERIC
