@@ -36,6 +36,10 @@ ENTRY_KEYS: dict[str, type] = {"id": str, "description": str, "patterns": list, 
 EXAMPLE_KEYS: dict[str, type] = {"text": str, "source": str, "classify_as": str}
 
 
+def _grouped(pattern: str, ignore_case: bool) -> str:
+    return f"(?i:{pattern})" if ignore_case else f"(?:{pattern})"
+
+
 @dataclass(frozen=True)
 class Ending:
     """One entry: the patterns of one way a line says how a run ended, and real lines."""
@@ -50,8 +54,7 @@ class Ending:
     @property
     def regex(self) -> str:
         """The patterns as one alternation, case-insensitive where the entry says so."""
-        group = "(?i:{})" if self.ignore_case else "(?:{})"
-        return "|".join(group.format(pattern) for pattern in self.patterns)
+        return "|".join(_grouped(pattern, self.ignore_case) for pattern in self.patterns)
 
     def matches(self, line: str) -> bool:
         return re.search(self.regex, line) is not None
@@ -148,7 +151,7 @@ def _entry(raw: Any, path: Path, where: str, taxonomy: Taxonomy) -> Ending:
         if not isinstance(pattern, str) or not pattern:
             raise _problem(path, f"{where}.patterns[{index}]", "must be a non-empty regex")
         try:
-            re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+            re.compile(_grouped(pattern, ignore_case))  # as Ending.regex joins it
         except re.error as exc:
             raise _problem(path, f"{where}.patterns[{index}]", f"does not compile: {exc}") from exc
     examples = _checked(entry["examples"], {"positive": list, "negative": list}, {"positive", "negative"}, path, where)

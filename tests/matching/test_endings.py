@@ -68,6 +68,7 @@ def _delete(*keys: str | int) -> Edit:
     ("edit", "where", "problem"),
     [
         (_set("no_cause", 0, "patterns", 0, value="cancelled at ("), "no_cause[0].patterns[0]", "does not compile"),
+        (_set("benign", 3, "patterns", 0, value="(?i)entering retry loop"), "benign[3].patterns[0]", "does not compile"),
         (_delete("benign", 0, "examples", "positive", 0, "source"), "benign[0].examples.positive[0].source", "is required"),
         (
             _set("benign", 0, "examples", "positive", 0, "source", value="from memory"),
