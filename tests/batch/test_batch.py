@@ -26,6 +26,8 @@ from failclass.limits import LIMITS
 from failclass.logs import archives
 from failclass.options import ClassifierOptions
 
+pytestmark = pytest.mark.e2e
+
 LOGS = {
     "jobs/job-a/attempt-1/stdout.log": "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log",
     "jobs/job-a/attempt-1/stderr.log": "corpora/passed/runs/train_progress_plain_0.log",

@@ -25,6 +25,8 @@ from service_server import running_service
 
 import failclass
 
+pytestmark = pytest.mark.e2e
+
 LOGS = {
     "missing_input": (ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log").read_text(),
     "cpu_oom": (ROOT / "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log").read_text(),
