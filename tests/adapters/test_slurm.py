@@ -12,18 +12,19 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from failures import DATASET, examination
 from slurm_cluster import Slurm, slurm_for_tests
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
 from failclass.store.views import RecordedAttempt
 from failclass.usecases import report_attempt
 
+pytestmark = pytest.mark.e2e
+
 PYTHON = sys.executable
 TRANSIENT = ROOT / "corpora" / "scenarios" / "mpi_runtime_failure__c10d_client_connect_timeout.sh"
-DATASET = "/nonexistent/data"
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def test_a_syntax_error_is_not_requeued(slurm: Slurm) -> None:
 def test_a_job_declaring_a_blacklisted_input_is_refused_at_submission(slurm: Slurm) -> None:
     # Four incorrect-input failures from three jobs, reported as the hook would have.
     store = store_of(slurm)
-    log = Classifier().examine_path(ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log")
+    log = examination("missing_input")
     for n, job in enumerate(("old-1", "old-1", "old-2", "old-3")):
         attempt = Attempt(job, n + 1, "root", inputs=(DATASET,))
         report_attempt(store, attempt, log, load_policy(), now=datetime.now(UTC))
@@ -99,7 +100,7 @@ def test_a_job_declaring_a_blacklisted_input_is_refused_at_submission(slurm: Slu
     )
     assert refused.returncode != 0
     assert f"failclass: reject: input {DATASET} is blacklisted" in refused.stderr
-    (admission,) = [d for d in store.decisions(action="reject") if d["kind"] == "admission"]
+    (admission,) = [d for d in store.decisions(action="reject") if d.kind == "admission"]
     assert admission["job_id"] == "uses-bad-data"
 
     admitted = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=clean-data\n#FAILCLASS inputs /data/clean\necho fine\n")

@@ -21,10 +21,10 @@ from urllib.parse import quote
 import click
 import pytest
 from conftest import ROOT, run_cli
+from failures import DATASET, examination
 from service_server import free_port, running_service
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.hook.remote import read_ends
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
@@ -32,7 +32,6 @@ from failclass.usecases import report_attempt
 
 SYNTAX = ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log"
 NCCL = ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log"
-MISSING = ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log"
 PREEMPTED = ROOT / "corpora/public/job_preempted/SystemsGenetics_GEMmaker_242.log"
 
 
@@ -67,12 +66,10 @@ def test_usage_and_input_errors(tmp_path: Path) -> None:
 def test_admission_rejects_a_blacklisted_input(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'f.db'}"
     store = Store.open(url)
-    examined = Classifier().examine_path(MISSING)
+    examined = examination("missing_input")
     for n, job in enumerate(("a", "a", "b", "c")):
-        report_attempt(store, Attempt(job, n + 1, "u", inputs=("/nonexistent/data",)), examined, load_policy())
-    refused = run_cli(
-        "hook", "admit", "--json", "--database-url", url, "--job-id", "new", "--user", "v", "--input", "/nonexistent/data"
-    )
+        report_attempt(store, Attempt(job, n + 1, "u", inputs=(DATASET,)), examined, load_policy())
+    refused = run_cli("hook", "admit", "--json", "--database-url", url, "--job-id", "new", "--user", "v", "--input", DATASET)
     assert refused.returncode == 15 and json.loads(refused.stdout)["action"] == "reject"
     admitted = run_cli("hook", "admit", "--database-url", url, "--job-id", "new", "--user", "v", "--input", "/data/clean")
     assert admitted.returncode == 0 and admitted.stdout.strip() == "admit"
