@@ -40,6 +40,10 @@ SERIES = (
     "min_phase_share",
     "max_phase_share",
     "synchronous_dips",
+    "min_low_share",
+    "max_util_pct",
+    "min_floor_pct",
+    "max_busy_pct",
 )
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW, STEADY)
 

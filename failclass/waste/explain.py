@@ -13,7 +13,7 @@ import numpy as np
 
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import Cause
-from failclass.waste.measure import Measured
+from failclass.waste.measure import LOW, STEADY, Measured
 from failclass.waste.timeline import TimedLine, Timeline
 
 SLACK_S = 60.0  # a log line this close to an interval's edges counts as inside it (or 5 % of a shorter job)
@@ -45,6 +45,9 @@ def explain(
         np.bincount(use.job, weights=use.held_s, minlength=size), 1e-9
     )
     job_util = np.bincount(use.job, weights=use.util, minlength=size) / np.maximum(np.bincount(use.job, minlength=size), 1)
+    low_s = np.zeros(len(use.job))
+    for row in np.flatnonzero((iv.kind == LOW) | (iv.kind == STEADY)):
+        low_s[gpu_of[(int(iv.job[row]), int(iv.node[row]), int(iv.gpu[row]))]] += float(iv.end[row] - iv.start[row])
     found = []
     hits = _Hits()
     for row in range(len(iv.kind)):
@@ -65,6 +68,10 @@ def explain(
             synchronous_dips=bool(use.synchronous_dips[gpu]),
             job_low=bool(job_util[code] <= measured.thresholds.low_util_pct),
             phase_share=float(iv.end[row] - iv.start[row]) / max(float(use.held_s[gpu]), 1e-9),
+            low_share=min(1.0, low_s[gpu] / max(float(use.held_s[gpu]), 1e-9)),
+            util=float(iv.util[row]),
+            busy=float(iv.busy[row]),
+            floor=float(iv.floor[row]),
         )
         found.append(_first_cause(row, facts, causes, timelines.get(name), hits))
     return found
@@ -85,6 +92,10 @@ class _Facts:
     synchronous_dips: bool  # the GPU's frequent short dips are shared by all the job's GPUs
     job_low: bool  # the job's U (the mean of its GPUs') at or below the low threshold
     phase_share: float  # the interval's share of the GPU's time held
+    low_share: float  # the share of the GPU's time held in low phases (or 1 when persistently low)
+    util: float  # the interval's mean utilisation
+    busy: float  # the interval's 90th-percentile reading: how high the GPU goes when it works
+    floor: float  # its 10th-percentile reading: whether the GPU stops in it or computes throughout
 
 
 class _Hits:
@@ -126,6 +137,10 @@ def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
         "min_phase_share": lambda v: facts.phase_share >= float(v),
         "max_phase_share": lambda v: facts.phase_share <= float(v),
         "synchronous_dips": lambda v: facts.synchronous_dips == bool(v),
+        "min_low_share": lambda v: facts.low_share >= float(v),
+        "max_util_pct": lambda v: facts.util <= float(v),
+        "min_floor_pct": lambda v: facts.floor >= float(v),
+        "max_busy_pct": lambda v: facts.busy <= float(v),
     }
     return all(checks[name](value) for name, value in series.items())
 

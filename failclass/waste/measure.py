@@ -82,6 +82,8 @@ class Intervals:
     end: np.ndarray
     util: np.ndarray  # mean utilisation inside
     mem: np.ndarray  # mean memory inside, MiB
+    busy: np.ndarray  # the 90th percentile of the readings inside: the level it reaches when it works
+    floor: np.ndarray  # the 10th percentile: whether it ever stops (a pause) or computes throughout
 
 
 @dataclass(frozen=True)
@@ -126,19 +128,24 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
         np.zeros(len(first), dtype=bool),
     )
     use = replace(use, synchronous_dips=_synchronous_dips(table, segment, first, change, use, dt))
-    low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle
+    # idle readings too short for an idle slot belong to the low phase around them (a short
+    # job's idle tail, a pause of under a minute); a never-used GPU has no phases
+    low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle_runs.covering(len(table))
+    low &= ~use.never_used[segment]
     phases = _runs(low, change, dt, thresholds.phase_min_s)
     phases = phases.take(phases.last - phases.first + 1 >= thresholds.phase_readings)
     in_phase = phases.covering(len(table))
     drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds) & ~in_phase, change, dt, thresholds.drop_min_s)
     covered = sum(np.bincount(segment[r.first], weights=r.seconds, minlength=len(first)) for r in (idle_runs, drops, phases))
     steady = np.flatnonzero((use.util <= thresholds.low_util_pct) & ~use.never_used & (covered < 0.5 * held))
+    util = table.util.astype(np.float64)
+    levels = (_segment_high(util, segment, len(first)), _segment_high(util, segment, len(first), 1))
     parts = [
-        _segment_intervals(NEVER_USED, use, np.flatnonzero(use.never_used)),  # its whole life, however short
+        _segment_intervals(NEVER_USED, use, np.flatnonzero(use.never_used), levels),  # its whole life, however short
         _run_intervals(IDLE, table, idle_runs.take(~use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(DROP, table, drops, dt, mem),
         _run_intervals(LOW, table, phases, dt, mem),
-        _segment_intervals(STEADY, use, steady),
+        _segment_intervals(STEADY, use, steady, levels),
     ]
     return Measured(table, use, _intervals(parts), thresholds)
 
@@ -236,12 +243,13 @@ def _below_three_sigma(table: GpuSamples, segment: np.ndarray, first: np.ndarray
     return below
 
 
-def _segment_high(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
-    """Each segment's 90th percentile (the level it works at when it works)."""
+def _segment_high(values: np.ndarray, segment: np.ndarray, segments: int, tenths: int = 9) -> np.ndarray:
+    """Each segment's ``tenths`` decile: the 90th percentile by default (the level it works at
+    when it works), the 10th for its floor."""
     ordered, starts, counts = _sorted_by_segment(values, segment, segments)
     high = np.full(segments, np.nan)
     present = counts > 0
-    high[present] = ordered[starts[present] + (9 * (counts[present] - 1)) // 10]
+    high[present] = ordered[starts[present] + (tenths * (counts[present] - 1)) // 10]
     return high
 
 
@@ -269,6 +277,9 @@ def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, me
     def span(cum):
         return (cum[runs.last + 1] - cum[runs.first]) / runs.seconds
 
+    lengths = runs.last - runs.first + 1
+    run = np.repeat(np.arange(len(runs.first)), lengths)
+    rows = runs.first[run] + np.arange(len(run)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     return Intervals(
         np.full(len(runs.first), kind, dtype=object),
         table.job[runs.first],
@@ -278,10 +289,12 @@ def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, me
         table.ts[runs.last] + dt[runs.last],
         span(cum_util),
         span(cum_mem),
+        _segment_high(table.util[rows].astype(np.float64), run, len(runs.first)),
+        _segment_high(table.util[rows].astype(np.float64), run, len(runs.first), 1),
     )
 
 
-def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
+def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray, levels: tuple[np.ndarray, np.ndarray]) -> Intervals:
     return Intervals(
         np.full(len(rows), kind, dtype=object),
         use.job[rows],
@@ -291,12 +304,14 @@ def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
         use.start[rows] + use.held_s[rows],
         use.util[rows],
         use.mem_mean[rows],
+        levels[0][rows],
+        levels[1][rows],
     )
 
 
 def _intervals(parts: list[Intervals]) -> Intervals:
     if not parts:
-        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(8)))
+        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(len(Intervals.__dataclass_fields__))))
     return Intervals(*(np.concatenate([getattr(p, f) for p in parts]) for f in Intervals.__dataclass_fields__))
 
 

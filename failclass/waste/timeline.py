@@ -22,7 +22,7 @@ from failclass.errors import InputError
 from failclass.limits import LIMITS
 from failclass.logs.text import open_log, strip_ansi
 
-_STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
+_STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T-](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
 _NO_YEAR = re.compile(r"(?:^|[\[\s:])(?:[IWEF](\d\d)(\d\d)|(\d\d)/(\d\d)) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\b")
 HEAD = 64
 
