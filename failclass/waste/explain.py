@@ -45,9 +45,9 @@ def explain(
         np.bincount(use.job, weights=use.held_s, minlength=size), 1e-9
     )
     job_util = np.bincount(use.job, weights=use.util, minlength=size) / np.maximum(np.bincount(use.job, minlength=size), 1)
-    low_s = np.zeros(len(use.job))
-    for row in np.flatnonzero((iv.kind == LOW) | (iv.kind == STEADY)):
-        low_s[gpu_of[(int(iv.job[row]), int(iv.node[row]), int(iv.gpu[row]))]] += float(iv.end[row] - iv.start[row])
+    low_s = np.zeros(len(use.job))  # per GPU, its time in low phases (all of it when persistently low)
+    for low in np.flatnonzero((iv.kind == LOW) | (iv.kind == STEADY)):
+        low_s[gpu_of[(int(iv.job[low]), int(iv.node[low]), int(iv.gpu[low]))]] += float(iv.end[low] - iv.start[low])
     found = []
     hits = _Hits()
     for row in range(len(iv.kind)):

@@ -311,7 +311,8 @@ def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray, levels: tuple[n
 
 def _intervals(parts: list[Intervals]) -> Intervals:
     if not parts:
-        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(len(Intervals.__dataclass_fields__))))
+        fields = len(Intervals.__dataclass_fields__)
+        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(fields)))
     return Intervals(*(np.concatenate([getattr(p, f) for p in parts]) for f in Intervals.__dataclass_fields__))
 
 
