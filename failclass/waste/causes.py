@@ -44,7 +44,9 @@ SERIES = (
     "max_util_pct",
     "min_floor_pct",
     "max_busy_pct",
+    "max_explained_share",
 )
+CONFIDENCE = ("high", "medium", "low")
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW, STEADY)
 
 
@@ -86,6 +88,7 @@ class Cause:
     sources: tuple[str, ...]
     declared_kind: str = ""  # the jobs file's kind that counts as evidence
     detectable: bool = True
+    confidence: str = "low"  # when the series alone names it: how directly the series shows the cause
 
 
 def load_causes(path: Path = CAUSES) -> tuple[Cause, ...]:
@@ -117,6 +120,8 @@ def _cause(entry: Any, where: str) -> Cause:
     series = entry.get("series") or {}
     if set(series) - set(SERIES):
         raise ConfigError(f"{where}: unknown series conditions {sorted(set(series) - set(SERIES))}; known: {SERIES}")
+    if entry.get("confidence", "low") not in CONFIDENCE:
+        raise ConfigError(f"{where}: confidence {entry['confidence']!r} is not one of {CONFIDENCE}")
     log, detectable = entry.get("log"), entry.get("detectable", True)
     if detectable and not (log or series or entry.get("declared_kind")):
         raise ConfigError(f"{where}: a cause needs log evidence, a declared kind or series conditions (or detectable: false)")
@@ -131,6 +136,7 @@ def _cause(entry: Any, where: str) -> Cause:
         tuple(entry.get("sources") or ()),
         str(entry.get("declared_kind") or ""),
         bool(detectable),
+        str(entry.get("confidence", "low")),
     )
 
 

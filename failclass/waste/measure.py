@@ -14,11 +14,11 @@ Definitions (and the studies they come from):
   loader the GPU waits on, a checkpoint save, a tiny batch for the whole life. Each phase is
   explained on its own; readings in a phase are no sudden drop.
 - Synchronous dips: at least a fifth of a GPU's readings are dips (below half its busy
-  level, the 90th percentile of its readings),
-  four in five of them in runs of one or two readings (a step's wait, not a pause), and
-  three in four at readings where every used GPU of the job dips too: the ranks waiting on
-  each other's data (Gao et al.'s data exchange). Checkpoint and evaluation pauses also
-  stall every rank, but for many readings at a time.
+  level, the 90th percentile of its readings), a new dip begins at least once in 10
+  readings on average (a wait that recurs with the steps, not an epoch's pause), and three
+  in four dips are at readings where every used GPU of the job dips too: the ranks waiting
+  on each other's data (Gao et al.'s data exchange). Checkpoint and evaluation pauses also
+  stall every rank, but rarely and for many readings at a time.
 - Persistently low: a GPU with U_i <= 50 % whose idle slots, drops and low phases cover
   less than half its time (its dips are shorter than a reading, or it hovers near 50 %):
   its whole life is one interval, for the causes the series shows as a whole.
@@ -36,6 +36,7 @@ import numpy as np
 from failclass.waste.samples import GpuSamples
 
 IDLE, DROP, LOW, NEVER_USED, STEADY = "idle_slot", "sudden_drop", "low_phase", "never_used", "persistently_low"
+RECUR_READINGS = 10  # synchronous dips recur at least once in this many readings (a step's wait, not an epoch's pause)
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,6 @@ def _synchronous_dips(
     dip = ~use.never_used[segment] & ~idle & (table.util < 0.5 * busy[segment])
     count = np.bincount(segment[~idle], minlength=len(first))
     runs = _runs(dip, change, np.ones(len(table)), 0.0)
-    short = dip & ~runs.take(runs.last - runs.first + 1 > 2).covering(len(table))
     step = max(float(np.median(dt)), 1e-3) if len(dt) else 1.0
     tick = np.round((table.ts - table.ts.min()) / step).astype(np.int64) if len(table) else np.zeros(0, dtype=np.int64)
     gpus = np.bincount(use.job[~use.never_used], minlength=len(table.jobs))
@@ -215,9 +215,9 @@ def _synchronous_dips(
     )
     dips = np.bincount(segment[dip], minlength=len(first))
     frequent = dips >= 0.2 * count
-    brief = np.bincount(segment[short], minlength=len(first)) >= 0.8 * np.maximum(dips, 1)
+    recurring = np.bincount(segment[runs.first], minlength=len(first)) >= count / RECUR_READINGS
     together = np.bincount(segment[shared], minlength=len(first)) >= 0.75 * np.maximum(dips, 1)
-    return frequent & brief & together
+    return frequent & recurring & together
 
 
 def _smoothed(util: np.ndarray, change: np.ndarray) -> np.ndarray:
