@@ -141,7 +141,7 @@ def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Tim
         if not cause.detectable or facts.kind not in cause.intervals or not _series_hold(cause.series, facts):
             continue
         if cause.log is None and not cause.declared_kind:
-            return Explanation(row, cause.id, (), (), cause.confidence, "the series alone")
+            return Explanation(row, cause.id, (), (), cause.confidence, _series_basis(cause, facts))
         found = _log_evidence(cause, facts, timeline, hits) if cause.log else None
         if found is None and cause.declared_kind and facts.job_kind == cause.declared_kind:
             text = f"the jobs file declares the job {cause.declared_kind}"
@@ -149,6 +149,22 @@ def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Tim
         if found is not None:
             return Explanation(row, cause.id, found.texts, found.lines, found.confidence, found.basis)
     return Explanation(row, "", ())
+
+
+def _series_basis(cause: Cause, facts: _Facts) -> str:
+    """What the series show, in the words of the cause's conditions."""
+    said = {
+        "peak_memory_below_pct": f"peak memory {facts.peak_pct:.0f}% of total",
+        "peak_memory_above_pct": f"peak memory {facts.peak_pct:.0f}% of total",
+        "other_gpus_used": "the job's other GPUs used" if facts.other_gpus_used else "no GPU of the job used",
+        "synchronous_dips": "dips at the same readings on all the job's GPUs",
+        "min_low_share": f"low for {facts.low_share:.0%} of its time",
+        "max_busy_pct": f"90th percentile {facts.busy:.0f}%",
+        "min_floor_pct": f"10th percentile {facts.floor:.0f}%",
+        "max_explained_share": f"{facts.explained_share:.0%} of its pauses explained by the log",
+        "job_low": "the job's U low",
+    }
+    return "the series: " + ", ".join(said[name] for name in cause.series if name in said)
 
 
 def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:

@@ -80,7 +80,7 @@ def timeline_of(lines: Iterable[str], keep: Callable[[str], bool] = lambda line:
             if stamp is None:
                 waiting.append(len(kept))
             kept.append(timed_line)
-        number += line.endswith("\n")
+        number += not line.endswith("\r")
     kept[len(kept) - len(waiting) :] = [replace(kept[i], until=math.inf) for i in waiting]
     return Timeline(tuple(kept), timed, last)
 
@@ -113,11 +113,12 @@ def _time_without_year(head: str, year: int) -> float | None:
 
 
 def _clipped(line: str) -> str:
-    """The line without terminal escapes, cut to the longest kept, its line end kept."""
+    """The line without terminal escapes, cut to the longest kept; a carriage return that ends
+    it (a redraw, which starts no new line) is kept."""
     plain = _plain(line)
     if len(plain) <= LIMITS.waste_line_chars:
         return plain
-    return plain[: LIMITS.waste_line_chars] + ("\n" if plain.endswith("\n") else "")
+    return plain[: LIMITS.waste_line_chars] + ("\r" if plain.endswith("\r") else "")
 
 
 def _plain(line: str) -> str:

@@ -55,6 +55,10 @@ def test_every_log_pattern_matches_a_real_line_of_its_sources(cause):
         ),
         ("causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], series: {colour: red}}]", "unknown series"),
         (
+            "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], series: {job_low: true}, confidence: sure}]",
+            "confidence 'sure'",
+        ),
+        (
             "causes: [{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot], log: {where: during, patterns: ['(a+)+$']}}]",
             "catastrophic",
         ),
