@@ -10,9 +10,11 @@ Definitions (and the studies they come from):
   deviations of its active readings.
 - A low phase: a run of at least five readings and 2 s whose utilisation (the median of each
   reading and its neighbours, so that a burst or a dip of one reading does not cut or make
-  a phase) is at or below 50 % without the GPU being idle: a preprocessing step, a data
-  loader the GPU waits on, a checkpoint save, a tiny batch for the whole life. Each phase is
-  explained on its own; readings in a phase are no sudden drop.
+  a phase) is at or below 50 % outside an idle slot: a preprocessing step, a data loader
+  the GPU waits on, a checkpoint save, a tiny batch for the whole life. A low stretch is cut
+  where the GPU stops (at or below 5 % for five readings) and where it computes slowly, so a
+  save inside a tiny-batch run is a phase of its own. Each phase is explained on its own;
+  readings in a phase are no sudden drop.
 - Synchronous dips: at least a fifth of a GPU's readings are dips (below half its busy
   level, the 90th percentile of its readings), a new dip begins at least once in 10
   readings on average (a wait that recurs with the steps, not an epoch's pause), and three
@@ -49,6 +51,7 @@ class Thresholds:
     drop_min_s: float = 60.0
     phase_readings: int = 5
     phase_min_s: float = 2.0
+    stop_pct: float = 5.0  # at or below, a low phase's GPU has stopped rather than computing slowly
     max_gap_s: float = 300.0
 
 
@@ -131,10 +134,13 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
     use = replace(use, synchronous_dips=_synchronous_dips(table, segment, first, change, use, dt))
     # idle readings too short for an idle slot belong to the low phase around them (a short
     # job's idle tail, a pause of under a minute); a never-used GPU has no phases
-    low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle_runs.covering(len(table))
-    low &= ~use.never_used[segment]
-    phases = _runs(low, change, dt, thresholds.phase_min_s)
-    phases = phases.take(phases.last - phases.first + 1 >= thresholds.phase_readings)
+    smoothed = _smoothed(table.util, change)
+    low = (smoothed <= thresholds.low_util_pct) & ~idle_runs.covering(len(table)) & ~use.never_used[segment]
+    # a low stretch is cut where the GPU stops (a save, a read, a preprocessing step) and
+    # where it computes at a low level (a tiny batch, a starved loader): each is its own phase
+    stopped = _long_runs(low & (smoothed <= thresholds.stop_pct), change, dt, thresholds)
+    computing = _long_runs(low & ~stopped.covering(len(table)), change, dt, thresholds)
+    phases = _Runs(*(np.concatenate([getattr(stopped, f), getattr(computing, f)]) for f in ("first", "last", "seconds")))
     in_phase = phases.covering(len(table))
     drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds) & ~in_phase, change, dt, thresholds.drop_min_s)
     covered = sum(np.bincount(segment[r.first], weights=r.seconds, minlength=len(first)) for r in (idle_runs, drops, phases))
@@ -166,6 +172,12 @@ class _Runs:
         np.add.at(edges, self.first, 1)
         np.add.at(edges, self.last + 1, -1)
         return np.cumsum(edges[:-1]) > 0
+
+
+def _long_runs(mask: np.ndarray, change: np.ndarray, dt: np.ndarray, thresholds: Thresholds) -> _Runs:
+    """The runs of ``mask`` long enough for a phase: enough readings and seconds."""
+    runs = _runs(mask, change, dt, thresholds.phase_min_s)
+    return runs.take(runs.last - runs.first + 1 >= thresholds.phase_readings)
 
 
 def _durations(ts: np.ndarray, change: np.ndarray, max_gap_s: float) -> np.ndarray:
