@@ -34,9 +34,25 @@ class Explanation:
 def explain(
     measured: Measured, causes: Sequence[Cause], jobs: Mapping[str, JobAllocation], timelines: Mapping[str, Timeline]
 ) -> list[Explanation]:
-    iv, use, names = measured.intervals, measured.gpus, measured.samples.jobs
-    if not len(iv.kind):
+    if not len(measured.intervals.kind):
         return []
+    every = [(row, facts, timelines.get(name)) for row, facts, name in _interval_facts(measured, jobs)]
+    hits = _Hits()
+    # first without the causes that only the series show where the log explains nothing else
+    # (max_explained_share), then with them, knowing how much of each GPU's low time the log explained
+    first = [_first_cause(row, facts, causes, timeline, hits) for row, facts, timeline in every]
+    if not any("max_explained_share" in c.series for c in causes):
+        return first
+    share = _explained_share(causes, [facts for _, facts, _ in every], first, len(measured.gpus.job))
+    return [
+        _first_cause(row, replace(facts, explained_share=float(share[facts.gpu])), causes, timeline, hits)
+        for row, facts, timeline in every
+    ]
+
+
+def _interval_facts(measured: Measured, jobs: Mapping[str, JobAllocation]) -> list[tuple[int, _Facts, str]]:
+    """Each interval's facts, with its job's name."""
+    iv, use, names = measured.intervals, measured.gpus, measured.samples.jobs
     gpu_of = {(int(j), int(n), int(g)): i for i, (j, n, g) in enumerate(zip(use.job, use.node, use.gpu, strict=True))}
     used = {int(j) for j, never in zip(use.job, use.never_used, strict=False) if not never}
     size = len(names)
@@ -51,7 +67,7 @@ def explain(
     low_s = np.zeros(len(use.job))  # per GPU, its time in low phases (all of it when persistently low)
     for low in np.flatnonzero((iv.kind == LOW) | (iv.kind == STEADY)):
         low_s[gpu_of[(int(iv.job[low]), int(iv.node[low]), int(iv.gpu[low]))]] += float(iv.end[low] - iv.start[low])
-    every: list[tuple[int, _Facts, Timeline | None]] = []
+    every = []
     for row in range(len(iv.kind)):
         code = int(iv.job[row])
         name = names[code]
@@ -76,27 +92,22 @@ def explain(
             floor=float(iv.floor[row]),
             gpu=gpu,
         )
-        every.append((row, facts, timelines.get(name)))
-    hits = _Hits()
-    # first without the causes that only the series show where the log explains nothing else
-    # (max_explained_share), then with them, knowing how much of each GPU's low time the log explained
-    first = [_first_cause(row, facts, causes, timeline, hits) for row, facts, timeline in every]
+        every.append((row, facts, name))
+    return every
+
+
+def _explained_share(causes: Sequence[Cause], facts: Sequence[_Facts], found: Sequence[Explanation], gpus: int) -> np.ndarray:
+    """Per GPU, the share of its time in low phases and drops (and, persistently low, the rest
+    of its life outside its intervals) that causes named from the log explain."""
     by_log = {c.id for c in causes if c.log is not None or c.declared_kind}
-    # per GPU: its time in low phases and drops (and, persistently low, the rest of its life
-    # outside its intervals), and how much of that the log explained
-    time = {kind: np.zeros(len(use.job)) for kind in (LOW, IDLE, STEADY, "explained")}
-    for (_, facts, _), found in zip(every, first, strict=True):
-        kind = LOW if facts.kind == DROP else facts.kind
+    time = {kind: np.zeros(gpus) for kind in (LOW, IDLE, STEADY, "explained")}
+    for fact, explanation in zip(facts, found, strict=True):
+        kind = LOW if fact.kind == DROP else fact.kind
         if kind in time:
-            time[kind][facts.gpu] += facts.end - facts.start
-            time["explained"][facts.gpu] += (facts.end - facts.start) * (kind == LOW and found.cause in by_log)
+            time[kind][fact.gpu] += fact.end - fact.start
+            time["explained"][fact.gpu] += (fact.end - fact.start) * (kind == LOW and explanation.cause in by_log)
     paused = time[LOW] + np.maximum(time[STEADY] - time[LOW] - time[IDLE], 0)
-    share = time["explained"] / np.maximum(paused, 1e-9)
-    deferred = any("max_explained_share" in c.series for c in causes)
-    return [
-        _first_cause(row, replace(facts, explained_share=float(share[facts.gpu])), causes, timeline, hits) if deferred else found
-        for (row, facts, timeline), found in zip(every, first, strict=True)
-    ]
+    return time["explained"] / np.maximum(paused, 1e-9)
 
 
 @dataclass(frozen=True)
