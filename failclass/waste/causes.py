@@ -28,6 +28,7 @@ DIMENSIONS = ("job", "model", "data", "library")
 WHERE = ("during", "at_edge", "before_idle_to_end", "span", "anywhere")
 UNTIMED = ("never", "start", "end", "anywhere")  # where a line without a time may still count
 MESSAGE = MessageStart(load_prefixes(BUILTIN_DIR / "prefixes.yaml"))
+CONFIDENCE = ("high", "medium", "low")  # how surely the series alone show a cause
 INTERVAL_KINDS = (NEVER_USED, IDLE, DROP, LOW, STEADY)
 
 
@@ -74,6 +75,11 @@ class Series:
     min_phase_share: float = allowed(ge=0, le=1)
     max_phase_share: float = allowed(ge=0, le=1)
     synchronous_dips: bool = allowed()
+    min_low_share: float = allowed(ge=0, le=1)
+    max_util_pct: float = allowed(ge=0, le=100)
+    min_floor_pct: float = allowed(ge=0, le=100)
+    max_busy_pct: float = allowed(ge=0, le=100)
+    max_explained_share: float = allowed(ge=0, le=1)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class Cause:
     sources: tuple[str, ...] = ()
     declared_kind: str = ""  # the jobs file's kind that counts as evidence
     detectable: bool = True
+    confidence: str = allowed("low", choices=CONFIDENCE)  # when the series alone names it: how directly they show it
 
     def __post_init__(self) -> None:
         if self.detectable and not (self.log or self.series or self.declared_kind):

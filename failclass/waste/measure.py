@@ -10,15 +10,17 @@ Definitions (and the studies they come from):
   deviations of its active readings.
 - A low phase: a run of at least five readings and 2 s whose utilisation (the median of each
   reading and its neighbours, so that a burst or a dip of one reading does not cut or make
-  a phase) is at or below 50 % without the GPU being idle: a preprocessing step, a data
-  loader the GPU waits on, a checkpoint save, a tiny batch for the whole life. Each phase is
-  explained on its own; readings in a phase are no sudden drop.
+  a phase) is at or below 50 % outside an idle slot: a preprocessing step, a data loader
+  the GPU waits on, a checkpoint save, a tiny batch for the whole life. A low stretch is cut
+  where the GPU stops (at or below 5 % for five readings) and where it computes slowly, so a
+  save inside a tiny-batch run is a phase of its own. Each phase is explained on its own;
+  readings in a phase are no sudden drop.
 - Synchronous dips: at least a fifth of a GPU's readings are dips (below half its busy
-  level, the 90th percentile of its readings),
-  four in five of them in runs of one or two readings (a step's wait, not a pause), and
-  three in four at readings where every used GPU of the job dips too: the ranks waiting on
-  each other's data (Gao et al.'s data exchange). Checkpoint and evaluation pauses also
-  stall every rank, but for many readings at a time.
+  level, the 90th percentile of its readings), a new dip begins at least once in 10
+  readings on average (a wait that recurs with the steps, not an epoch's pause), and three
+  in four dips are at readings where every used GPU of the job dips too: the ranks waiting
+  on each other's data (Gao et al.'s data exchange). Checkpoint and evaluation pauses also
+  stall every rank, but rarely and for many readings at a time.
 - Persistently low: a GPU with U_i <= 50 % whose idle slots, drops and low phases cover
   less than half its time (its dips are shorter than a reading, or it hovers near 50 %):
   its whole life is one interval, for the causes the series shows as a whole.
@@ -36,6 +38,7 @@ import numpy as np
 from failclass.waste.samples import GpuSamples
 
 IDLE, DROP, LOW, NEVER_USED, STEADY = "idle_slot", "sudden_drop", "low_phase", "never_used", "persistently_low"
+RECUR_READINGS = 10  # synchronous dips recur at least once in this many readings (a step's wait, not an epoch's pause)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Thresholds:
     drop_min_s: float = 60.0
     phase_readings: int = 5
     phase_min_s: float = 2.0
+    stop_pct: float = 5.0  # at or below, a low phase's GPU has stopped rather than computing slowly
     max_gap_s: float = 300.0
 
 
@@ -82,6 +86,8 @@ class Intervals:
     end: np.ndarray
     util: np.ndarray  # mean utilisation inside
     mem: np.ndarray  # mean memory inside, MiB
+    busy: np.ndarray  # the 90th percentile of the readings inside: the level it reaches when it works
+    floor: np.ndarray  # the 10th percentile: whether it ever stops (a pause) or computes throughout
 
 
 @dataclass(frozen=True)
@@ -126,19 +132,27 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
         np.zeros(len(first), dtype=bool),
     )
     use = replace(use, synchronous_dips=_synchronous_dips(table, segment, first, change, use, dt))
-    low = (_smoothed(table.util, change) <= thresholds.low_util_pct) & ~idle
-    phases = _runs(low, change, dt, thresholds.phase_min_s)
-    phases = phases.take(phases.last - phases.first + 1 >= thresholds.phase_readings)
+    # idle readings too short for an idle slot belong to the low phase around them (a short
+    # job's idle tail, a pause of under a minute); a never-used GPU has no phases
+    smoothed = _smoothed(table.util, change)
+    low = (smoothed <= thresholds.low_util_pct) & ~idle_runs.covering(len(table)) & ~use.never_used[segment]
+    # a low stretch is cut where the GPU stops (a save, a read, a preprocessing step) and
+    # where it computes at a low level (a tiny batch, a starved loader): each is its own phase
+    stopped = _long_runs(low & (smoothed <= thresholds.stop_pct), change, dt, thresholds)
+    computing = _long_runs(low & ~stopped.covering(len(table)), change, dt, thresholds)
+    phases = _Runs(*(np.concatenate([getattr(stopped, f), getattr(computing, f)]) for f in ("first", "last", "seconds")))
     in_phase = phases.covering(len(table))
     drops = _runs(_below_three_sigma(table, segment, first, idle, thresholds) & ~in_phase, change, dt, thresholds.drop_min_s)
     covered = sum(np.bincount(segment[r.first], weights=r.seconds, minlength=len(first)) for r in (idle_runs, drops, phases))
     steady = np.flatnonzero((use.util <= thresholds.low_util_pct) & ~use.never_used & (covered < 0.5 * held))
+    util = table.util.astype(np.float64)
+    levels = (_segment_high(util, segment, len(first)), _segment_high(util, segment, len(first), 1))
     parts = [
-        _segment_intervals(NEVER_USED, use, np.flatnonzero(use.never_used)),  # its whole life, however short
+        _segment_intervals(NEVER_USED, use, np.flatnonzero(use.never_used), levels),  # its whole life, however short
         _run_intervals(IDLE, table, idle_runs.take(~use.never_used[segment[idle_runs.first]]), dt, mem),
         _run_intervals(DROP, table, drops, dt, mem),
         _run_intervals(LOW, table, phases, dt, mem),
-        _segment_intervals(STEADY, use, steady),
+        _segment_intervals(STEADY, use, steady, levels),
     ]
     return Measured(table, use, _intervals(parts), thresholds)
 
@@ -158,6 +172,12 @@ class _Runs:
         np.add.at(edges, self.first, 1)
         np.add.at(edges, self.last + 1, -1)
         return np.cumsum(edges[:-1]) > 0
+
+
+def _long_runs(mask: np.ndarray, change: np.ndarray, dt: np.ndarray, thresholds: Thresholds) -> _Runs:
+    """The runs of ``mask`` long enough for a phase: enough readings and seconds."""
+    runs = _runs(mask, change, dt, thresholds.phase_min_s)
+    return runs.take(runs.last - runs.first + 1 >= thresholds.phase_readings)
 
 
 def _durations(ts: np.ndarray, change: np.ndarray, max_gap_s: float) -> np.ndarray:
@@ -197,7 +217,6 @@ def _synchronous_dips(
     dip = ~use.never_used[segment] & ~idle & (table.util < 0.5 * busy[segment])
     count = np.bincount(segment[~idle], minlength=len(first))
     runs = _runs(dip, change, np.ones(len(table)), 0.0)
-    short = dip & ~runs.take(runs.last - runs.first + 1 > 2).covering(len(table))
     step = max(float(np.median(dt)), 1e-3) if len(dt) else 1.0
     tick = np.round((table.ts - table.ts.min()) / step).astype(np.int64) if len(table) else np.zeros(0, dtype=np.int64)
     gpus = np.bincount(use.job[~use.never_used], minlength=len(table.jobs))
@@ -208,9 +227,9 @@ def _synchronous_dips(
     )
     dips = np.bincount(segment[dip], minlength=len(first))
     frequent = dips >= 0.2 * count
-    brief = np.bincount(segment[short], minlength=len(first)) >= 0.8 * np.maximum(dips, 1)
+    recurring = np.bincount(segment[runs.first], minlength=len(first)) >= count / RECUR_READINGS
     together = np.bincount(segment[shared], minlength=len(first)) >= 0.75 * np.maximum(dips, 1)
-    return frequent & brief & together
+    return frequent & recurring & together
 
 
 def _smoothed(util: np.ndarray, change: np.ndarray) -> np.ndarray:
@@ -236,12 +255,13 @@ def _below_three_sigma(table: GpuSamples, segment: np.ndarray, first: np.ndarray
     return below
 
 
-def _segment_high(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
-    """Each segment's 90th percentile (the level it works at when it works)."""
+def _segment_high(values: np.ndarray, segment: np.ndarray, segments: int, tenths: int = 9) -> np.ndarray:
+    """Each segment's ``tenths`` decile: the 90th percentile by default (the level it works at
+    when it works), the 10th for its floor."""
     ordered, starts, counts = _sorted_by_segment(values, segment, segments)
     high = np.full(segments, np.nan)
     present = counts > 0
-    high[present] = ordered[starts[present] + (9 * (counts[present] - 1)) // 10]
+    high[present] = ordered[starts[present] + (tenths * (counts[present] - 1)) // 10]
     return high
 
 
@@ -269,6 +289,9 @@ def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, me
     def span(cum):
         return (cum[runs.last + 1] - cum[runs.first]) / runs.seconds
 
+    lengths = runs.last - runs.first + 1
+    run = np.repeat(np.arange(len(runs.first)), lengths)
+    rows = runs.first[run] + np.arange(len(run)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     return Intervals(
         np.full(len(runs.first), kind, dtype=object),
         table.job[runs.first],
@@ -278,10 +301,12 @@ def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, me
         table.ts[runs.last] + dt[runs.last],
         span(cum_util),
         span(cum_mem),
+        _segment_high(table.util[rows].astype(np.float64), run, len(runs.first)),
+        _segment_high(table.util[rows].astype(np.float64), run, len(runs.first), 1),
     )
 
 
-def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
+def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray, levels: tuple[np.ndarray, np.ndarray]) -> Intervals:
     return Intervals(
         np.full(len(rows), kind, dtype=object),
         use.job[rows],
@@ -291,12 +316,15 @@ def _segment_intervals(kind: str, use: GpuUse, rows: np.ndarray) -> Intervals:
         use.start[rows] + use.held_s[rows],
         use.util[rows],
         use.mem_mean[rows],
+        levels[0][rows],
+        levels[1][rows],
     )
 
 
 def _intervals(parts: list[Intervals]) -> Intervals:
     if not parts:
-        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(8)))
+        fields = len(Intervals.__dataclass_fields__)
+        return Intervals(*(np.empty(0, dtype=object if i == 0 else np.float64) for i in range(fields)))
     return Intervals(*(np.concatenate([getattr(p, f) for p in parts]) for f in Intervals.__dataclass_fields__))
 
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from itertools import zip_longest
 from typing import Any
 
 from failclass.waste.causes import Cause
@@ -25,6 +26,8 @@ UNEXPLAINED = "unexplained"
 
 @dataclass(frozen=True)
 class IntervalRow:
+    """One phase of one GPU (an idle slot, a low phase, a drop, a whole life) and its cause."""
+
     job: str
     node: str
     gpu: int
@@ -34,6 +37,24 @@ class IntervalRow:
     util: float
     cause: str
     evidence: tuple[str, ...]
+    end: str = ""  # ISO 8601, UTC
+    mem_gib: float = 0.0  # mean memory used inside
+    lines: tuple[int, ...] = ()  # the evidence's line numbers in the job's log
+    confidence: str = ""  # high, medium or low (none when unexplained)
+    basis: str = ""  # what the confidence rests on
+
+    @property
+    def summary(self) -> str:
+        """The phase in one line: job, GPU, when, cause, utilisation, memory, evidence."""
+        start, end = self.start[11:16], self.end[11:16]
+        cause = self.cause.replace("_", " ") if self.cause != UNEXPLAINED else "no cause found"
+        head = f"job {self.job}, GPU {self.node}:{self.gpu}, {start}-{end}: {cause}, {self.util:.0f}% util, {self.mem_gib:.1f} GB"
+        if self.confidence:
+            head += f", confidence {self.confidence} ({self.basis})"
+        if not self.evidence:
+            return head
+        first = f"line {self.lines[0]}: " if self.lines and self.lines[0] else ""
+        return f"{head}, evidence: {first}{self.evidence[0]}"
 
 
 @dataclass(frozen=True)
@@ -68,7 +89,10 @@ class WasteReport:
     inputs: InputReport
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        document = asdict(self)
+        for row, out in zip(self.intervals, document["intervals"], strict=True):
+            out["summary"] = row.summary
+        return document
 
 
 def interval_rows(measured: Measured, explanations: Sequence[Explanation]) -> list[IntervalRow]:
@@ -84,6 +108,11 @@ def interval_rows(measured: Measured, explanations: Sequence[Explanation]) -> li
             round(float(iv.util[e.interval]), 2),
             e.cause or UNEXPLAINED,
             e.evidence,
+            _iso(float(iv.end[e.interval])),
+            round(float(iv.mem[e.interval]) / 1024, 2),
+            e.lines,
+            e.confidence,
+            e.basis,
         )
         for e in explanations
     ]
@@ -168,13 +197,11 @@ def to_text(report: WasteReport, top: int = 10) -> str:
     out += ["", "Virtual clusters:"] + [
         f"  {g.name:<12} {g.unused_gpu_h:9.2f} unused GPU-h of {g.held_gpu_h:.2f}" for g in report.clusters[:top]
     ]
-    out += ["", f"Longest intervals (top {top}), with evidence:"]
+    out += ["", f"Longest phases (top {top}), with evidence:"]
     for row in report.intervals[:top]:
-        out.append(
-            f"  {row.job} {row.node}:{row.gpu} {row.kind} at {row.start}"
-            f" for {row.minutes:.1f} min (util {row.util:.1f}%): {row.cause}"
-        )
-        out += [f"      | {line}" for line in row.evidence]
+        out.append(f"  {row.summary}")
+        more = list(zip_longest(row.lines, row.evidence))[1:]
+        out += [f"      | line {n}: {line}" if n else f"      | {line}" for n, line in more]
     late = [c for c in report.convergence if c.after_gpu_h]
     if report.convergence:
         out += ["", "Early termination: GPU time after the loss came within 0.1% of its best"]

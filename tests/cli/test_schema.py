@@ -55,8 +55,9 @@ def test_the_bundled_data_files_all_load_and_each_generator_line_is_in_its_sourc
         ("log: {where: during, patterns: 'abc'}", "causes[0].log.patterns: 'abc' is not a list"),
         # a series condition's "no" was true (bool("no"))
         ("series: {other_gpus_used: 'no'}", "causes[0].series.other_gpus_used: 'no' is not true or false"),
-        ("confidence: 0.9, declared_kind: batch", "causes[0]: unknown keys ['confidence']; known: "
-         "['declared_kind', 'detectable', 'dimension', 'fix', 'id', 'intervals', 'log', 'name', 'series', 'sources']"),
+        ("certainty: 0.9, declared_kind: batch", "causes[0]: unknown keys ['certainty']; known: ['confidence', "
+         "'declared_kind', 'detectable', 'dimension', 'fix', 'id', 'intervals', 'log', 'name', 'series', 'sources']"),
+        ("confidence: 0.9, declared_kind: batch", "causes[0].confidence: 0.9 is not text"),
         (
             "log: {where: during, patterns: ['Saving (model( checkpoint)+)+']}",
             "causes[0].log.patterns[0]: 'Saving (model( checkpoint)+)+' nests unbounded quantifiers (catastrophic backtracking)",

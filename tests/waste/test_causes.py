@@ -56,14 +56,19 @@ CAUSE = "{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot]"  # a
             "causes[0].dimension: 'mood' is not one of ('job', 'model', 'data', 'library')",
         ),
         (
+            f"causes: [{CAUSE}, series: {{job_low: true}}, confidence: sure}}]",
+            "causes[0].confidence: 'sure' is not one of ('high', 'medium', 'low')",
+        ),
+        (
             f"causes: [{CAUSE.replace('idle_slot', 'nap')}, series: {{job_kind: batch}}}}]",
             "causes[0].intervals[0]: 'nap' is not one of "
             "('never_used', 'idle_slot', 'sudden_drop', 'low_phase', 'persistently_low')",
         ),
         (
             f"causes: [{CAUSE}, series: {{colour: red}}}}]",
-            "causes[0].series: unknown keys ['colour']; known: ['job_kind', 'job_low', 'max_phase_share', 'min_idle_share', "
-            "'min_phase_share', 'other_gpus_used', 'peak_memory_above_pct', 'peak_memory_below_pct', 'synchronous_dips']",
+            "causes[0].series: unknown keys ['colour']; known: ['job_kind', 'job_low', 'max_busy_pct', 'max_explained_share', "
+            "'max_phase_share', 'max_util_pct', 'min_floor_pct', 'min_idle_share', 'min_low_share', 'min_phase_share', "
+            "'other_gpus_used', 'peak_memory_above_pct', 'peak_memory_below_pct', 'synchronous_dips']",
         ),
         (
             f"causes: [{CAUSE}, series: {{other_gpus_used: 'no'}}}}]",

@@ -7,6 +7,7 @@ from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import load_causes
 from failclass.waste.explain import explain
 from failclass.waste.measure import Thresholds, measure
+from failclass.waste.report import interval_rows
 from failclass.waste.samples import GpuSamples
 from failclass.waste.timeline import timeline_of
 
@@ -118,3 +119,49 @@ def test_a_save_in_the_middle_of_a_long_low_phase_does_not_explain_it():
     start = 1_626_270_755.0 - 3600 - 1800  # the phase: 30 min to 150 min; the line at 90 min
     rows = [("n1", 0, start + 15 * i, 5.0 if 120 <= i < 600 else 90.0, 30000.0, TOTAL, "job") for i in range(700)]
     assert causes_of(GpuSamples.from_rows(rows, "t"), [CHECKPOINT])[0][:2] == ("low_phase", "")
+
+
+def test_a_gpu_that_works_at_full_speed_between_pauses_has_no_improper_batch_size():
+    """Low on average, but its readings reach 90 %: the pauses make it low, not the batch."""
+    rows = [("n1", 0, 1_700_000_000.0 + 15 * i, 90.0 if i % 5 == 0 else 5.0, 8000.0, TOTAL, "job") for i in range(240)]
+    assert all(cause != "improper_batch_size" for _, cause, _ in causes_of(GpuSamples.from_rows(rows, "t"), []))
+
+
+def test_a_save_line_at_a_pause_where_the_gpu_still_computes_is_no_checkpoint():
+    """A checkpoint save stalls the GPU: a phase at 30 % with a save line at its edge is a
+    slower stretch of training, not the save."""
+    start = 1_626_270_755.0 - 1800
+    rows = [("n1", 0, start + 15 * i, 30.0 if 120 <= i < 132 else 90.0, 8000.0, TOTAL, "job") for i in range(240)]
+    found = causes_of(GpuSamples.from_rows(rows, "t"), [CHECKPOINT])
+    assert [cause for _, cause, _ in found] != ["model_checkpointing"]
+
+
+def test_an_explanation_states_its_confidence_and_the_line_numbers_of_its_evidence():
+    samples = drop_job(start=1_626_270_755.0 - 1800)
+    measured = measure(samples, Thresholds())
+    lines = ["2021-07-14 13:40:00,000 - mmcls - INFO - Epoch [1][10/35]", CHECKPOINT]
+    (found,) = explain(measured, load_causes(), {"job": JobAllocation("job")}, {"job": timeline_of(lines)})
+    assert (found.cause, found.lines, found.confidence) == ("model_checkpointing", (2,), "high")
+    untimed = explain(
+        measured, load_causes(), {"job": JobAllocation("job")}, {"job": timeline_of(["Saving checkpoint at 1 epochs"])}
+    )
+    assert (untimed[0].cause, untimed[0].confidence) == ("model_checkpointing", "medium")
+
+
+def test_a_series_only_cause_states_what_the_series_show():
+    rows = [("n1", 0, 1_700_000_000.0 + 15 * i, 30.0, 8000.0, TOTAL, "job") for i in range(240)]
+    measured = measure(GpuSamples.from_rows(rows, "t"), Thresholds())
+    (found,) = explain(measured, load_causes(), {"job": JobAllocation("job")}, {})
+    assert found.cause == "improper_batch_size" and found.confidence == "medium"
+    assert "peak memory 20% of total" in found.basis and "90th percentile 30%" in found.basis
+
+
+def test_a_phase_reads_as_one_line_with_job_gpu_times_cause_util_memory_confidence_and_evidence():
+    samples = drop_job(start=1_626_270_755.0 - 1800)
+    measured = measure(samples, Thresholds())
+    lines = ["2021-07-14 13:40:00,000 - mmcls - INFO - Epoch [1][10/35]", CHECKPOINT]
+    (row,) = interval_rows(measured, explain(measured, load_causes(), {"job": JobAllocation("job")}, {"job": timeline_of(lines)}))
+    assert row.summary == (
+        "job job, GPU n1:0, 13:52-13:55: model checkpointing, 0% util, 29.3 GB,"
+        f" confidence high (a line whose time places it), evidence: line 2: {CHECKPOINT}"
+    )

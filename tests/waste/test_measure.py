@@ -131,3 +131,19 @@ def test_frequent_short_dips_that_every_gpu_shares_are_synchronous_and_a_shared_
     apart = measure(GpuSamples.from_rows(job(lambda gpu, i: i % 4 == gpu), "t")).gpus.synchronous_dips
     pause = measure(GpuSamples.from_rows(job(lambda gpu, i: 50 <= i < 100), "t")).gpus.synchronous_dips
     assert together.tolist() == [True, True] and apart.tolist() == [False, False] and pause.tolist() == [False, False]
+
+
+def test_a_stop_inside_a_slow_stretch_is_a_phase_of_its_own():
+    """A tiny batch computing at 20 % with a save at 0 % in the middle: three phases, the
+    save's own, and the levels (busy, floor) of each."""
+    slow = [(15 * i, 20, 8000) for i in range(20)]  # 0-300 s
+    save = [(300 + 15 * i, 0, 8000) for i in range(8)]  # 300-420 s, memory held
+    more = [(420 + 15 * i, 20, 8000) for i in range(20)]  # 420-720 s
+    measured = measure(GpuSamples.from_rows(series("a", 0, slow + save + more), "t"))
+    iv = measured.intervals
+    phases = sorted(
+        (float(s), float(e), float(f), float(b))
+        for k, s, e, f, b in zip(iv.kind, iv.start, iv.end, iv.floor, iv.busy, strict=True)
+        if k == "low_phase"
+    )
+    assert phases == [(0, 300, 20, 20), (300, 420, 0, 0), (420, 720, 20, 20)]

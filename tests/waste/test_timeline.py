@@ -71,3 +71,20 @@ def test_a_time_without_a_year_takes_the_jobs_year(line, expected):
     timeline = timeline_of([line], year_of=utc("2024-03-01 00:00:00"))
     assert timeline.timed and timeline.lines[0].ts == pytest.approx(utc(expected), abs=1e-3)
     assert not timeline_of([line]).timed  # without a job there is no year to give it
+
+
+def test_a_line_without_a_time_lies_between_its_neighbours_and_after_the_last_anywhere_later():
+    lines = timeline_of(["2024-05-01 10:00:00 a\n", "b\r", "c\n", "2024-05-01 10:10:00 d\n", "e\n"]).lines
+    assert [(line.text, line.number) for line in lines] == [
+        ("2024-05-01 10:00:00 a", 1),
+        ("b", 2),
+        ("c", 2),
+        ("2024-05-01 10:10:00 d", 3),
+        ("e", 4),
+    ]
+    assert [line.until - line.ts for line in lines] == [0.0, 600.0, 600.0, 0.0, math.inf]
+
+
+def test_tensorflows_evaluation_time_with_a_dash_is_a_time():
+    (line,) = timeline_of(["INFO:tensorflow:Starting evaluation at 2024-05-02-02:03:41"]).lines
+    assert line.ts == 1714615421.0
