@@ -52,16 +52,18 @@ def deliver(
     senders: Mapping[str, Sender] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Delivered:
-    """Send the notices due now, one at a time, until none is due or ``seconds`` have
-    passed (None: no limit); each try waits at most what is left of them. A failed try is
+    """Send the notices due now, one at a time and each once, until none is due or
+    ``seconds`` have passed (None: no limit); each try waits at most what is left of them. A failed try is
     due again after the policy's backoff, or given up after its last try."""
     senders = dict(senders or {})
     done = Delivered()
     deadline = None if seconds is None else time.monotonic() + seconds
+    tried: list[int] = []  # a notice is tried once a round, however soon its retry is due
     while deadline is None or time.monotonic() < deadline:
-        pending = store.claim_notice(clock())
+        pending = store.claim_notice(clock(), tried)
         if pending is None:
             break
+        tried.append(pending.id)
         channel = settings.channels.get(pending.channel)
         left = None if deadline is None else max(deadline - time.monotonic(), 0.1)
         try:

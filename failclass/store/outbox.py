@@ -8,14 +8,14 @@ statements, as the rest of failclass.store.records, so that the hook needs no SQ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from failclass.contracts import Notice, from_json, to_json
-from failclass.store.statements import Transaction
+from failclass.store.statements import Transaction, placeholders
 
 QUEUED, SENT, FAILED = "queued", "sent", "failed"
 Queueing = Literal["queued", "duplicate", "rate_limited"]
@@ -97,13 +97,16 @@ class Outbox:
         db.insert("notices", row)
         return "queued"
 
-    def claim_notice(self, now: datetime) -> Pending | None:
-        """The oldest notice due now, claimed for LEASE; None when none is due."""
+    def claim_notice(self, now: datetime, tried: Collection[int] = ()) -> Pending | None:
+        """The oldest notice due now, but those ``tried`` (in this round already), claimed
+        for LEASE; None when none is due."""
+        skip = f" AND id NOT IN ({placeholders(list(tried))})" if tried else ""
         with self._driver_errors(), self._transaction() as db:
             for row_id, channel, body, tries in db.rows(
-                "SELECT id, channel, body, tries FROM notices WHERE status = ? AND next_try_at <= ? ORDER BY id LIMIT 20",
+                f"SELECT id, channel, body, tries FROM notices WHERE status = ? AND next_try_at <= ?{skip} ORDER BY id LIMIT 20",
                 QUEUED,
                 now,
+                *tried,
             ):
                 claimed = db.changed(
                     "UPDATE notices SET next_try_at = ? WHERE id = ? AND status = ? AND next_try_at <= ?",
