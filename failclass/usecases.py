@@ -60,8 +60,7 @@ def report_attempt(
         now,
     )
     if recorded.decision is not None and not recorded.duplicate and config.notifications.routes:
-        from failclass.notify.delivery import enqueue
-        from failclass.notify.notices import notices_of
+        from failclass.notify.notices import enqueue, notices_of
 
         enqueue(store, notices_of(recorded.decision, attempt, recorded.attempt_id, now), config.notifications, now)
     return recorded

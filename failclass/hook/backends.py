@@ -22,6 +22,7 @@ used: failclass.store.StoreUnavailable).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -104,11 +105,12 @@ class LocalBackend:
         settings = self.policy.notifications
         if not settings.routes or not settings.hook_seconds or "store" not in self.__dict__:
             return
-        from failclass.notify.delivery import deliver
+        started = time.monotonic()
+        from failclass.notify.delivery import deliver  # the senders' libraries too: within the time allowed
 
         try:
             with self._store() as store:
-                done = deliver(store, settings, seconds=settings.hook_seconds)
+                done = deliver(store, settings, seconds=max(settings.hook_seconds - (time.monotonic() - started), 0.01))
         except StoreUnavailable as exc:
             print(f"failclass notify: {exc}", file=sys.stderr)
             return

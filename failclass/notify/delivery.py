@@ -1,38 +1,20 @@
-"""Queueing a decision's notices and delivering what is queued (the design: the package's
-docstring, failclass.notify)."""
+"""Delivering the queued notices (the design: the package's docstring, failclass.notify)."""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from failclass.contracts import Notice
 from failclass.notify.channels import DeliveryFailed, Sender, sender_for
 from failclass.notify.config import Notifications
 
 if TYPE_CHECKING:
-    from failclass.store.outbox import Outbox, Queueing
-
-
-def enqueue(store: Outbox, notices: Sequence[Notice], settings: Notifications, now: datetime) -> list[Queueing]:
-    """Queue each notice for each channel its kind is routed to (de-duplicated and
-    rate-limited per channel); what became of each. No store work without a route."""
-    from failclass.store.outbox import Limits
-
-    routed = [(notice, channel) for notice in notices for channel in settings.channels_for(notice.kind)]
-    if not routed:
-        return []
-    limits = Limits(
-        now - timedelta(hours=settings.dedup_hours),
-        now - timedelta(minutes=settings.rate.window_minutes),
-        settings.rate.per_job_and_kind,
-    )
-    return [queued for _, _, queued in store.enqueue_notices(routed, limits, now)]
+    from failclass.store.outbox import Outbox
 
 
 @dataclass

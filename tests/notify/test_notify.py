@@ -28,8 +28,8 @@ from failclass.classifier import Classifier
 from failclass.contracts import Evidence, Notice, from_json, to_json
 from failclass.notify.channels import SIGNATURE_HEADER, DeliveryFailed, EmailSender, SlurmSender, WebhookSender, verify
 from failclass.notify.config import Channel, Notifications, RateLimit, Retry
-from failclass.notify.delivery import deliver, enqueue
-from failclass.notify.notices import notice_key
+from failclass.notify.delivery import deliver
+from failclass.notify.notices import enqueue, notice_key
 from failclass.policy.config import PolicyConfig, load_policy
 from failclass.store.repository import Store
 from failclass.usecases import report_attempt
@@ -322,9 +322,9 @@ def test_a_failed_delivery_is_retried_with_backoff_then_given_up(store: Store) -
         enqueue(store, [a_notice("job-3")], settings, T0)
         assert deliver(store, settings, clock=clock).retrying == 1  # due again at once, but tried once a round
         gave_up = deliver(store, settings, clock=clock)
-    assert gave_up.given_up == 1 and "ReadTimeout" in gave_up.errors[0]
+    assert gave_up.given_up == 1 and "TimeoutError" in gave_up.errors[0]
     (row,) = store.notices("failed")
-    assert (row["job_id"], row["tries"]) == ("job-3", 2) and "ReadTimeout" in row["last_error"]
+    assert (row["job_id"], row["tries"]) == ("job-3", 2) and "TimeoutError" in row["last_error"]
 
 
 def test_two_deliverers_never_send_one_notice_twice(store: Store) -> None:
@@ -386,7 +386,7 @@ def test_hook_decide_answers_before_an_unanswering_receiver_and_flush_sends_late
         held = run_cli(*decide, "--user", "dave", "--job-id", "j1", "--policy", str(policy))
         held_s = time.monotonic() - started
     assert held.returncode == 14 and json.loads(held.stdout)["action"] == "hold", held.stderr
-    assert "failclass notify: ops: job j1: ReadTimeout" in held.stderr and "(queued again)" in held.stderr
+    assert "failclass notify: ops: job j1: TimeoutError" in held.stderr and "(queued again)" in held.stderr
     assert held_s < baseline_s + 1 + 1.5, (held_s, baseline_s)  # the receiver's 30 s never waited for
 
     with receiver() as got:
