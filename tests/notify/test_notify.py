@@ -31,6 +31,7 @@ from failclass.notify.config import Channel, Notifications, RateLimit, Retry
 from failclass.notify.delivery import deliver
 from failclass.notify.notices import enqueue, notice_key
 from failclass.policy.config import PolicyConfig, load_policy
+from failclass.store.outbox import LEASE
 from failclass.store.repository import Store
 from failclass.usecases import report_attempt
 
@@ -360,6 +361,8 @@ def test_a_hold_decided_in_the_store_queues_its_notice(store: Store, classifier:
     assert pending.notice.message.startswith("carol is on hold for cpu_oom after job oom-1: ")
     assert pending.notice.evidence == recorded.decision.explanation.evidence[:5]
     assert store.claim_notice(T0) is None  # claimed: nobody else gets it while its lease runs
+    taken_over = store.claim_notice(T0 + LEASE)  # its deliverer died: due again when the lease ends
+    assert taken_over is not None and taken_over.id == pending.id
 
 
 # -- hook decide is not held up ------------------------------------------------------------------
@@ -411,3 +414,13 @@ def test_notify_test_sends_a_sample_on_one_channel(tmp_path: Path) -> None:
     assert json.loads(got.requests[0][1])["job_id"] == "test"
     assert refused.returncode == 1 and "error: ops: HTTP 500" in refused.stderr
     assert unknown.returncode == 2 and "no channel 'nope' in the policy; channels: ['ops']" in unknown.stderr
+
+
+def test_the_readmes_example_section_loads(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("### Notices", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    loaded = load_policy(write_policy(tmp_path / "readme.yaml", example)).notifications
+    assert sorted(loaded.channels) == ["job", "mail", "ops-hook", "ops-slack"] and loaded.channels_for("hold") == (
+        "ops-slack",
+        "mail",
+    )
