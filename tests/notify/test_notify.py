@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, run_cli
+from service_server import running_service
 
 from failclass.adapters.slurm import Scontrol
 from failclass.attempts import Attempt
@@ -423,4 +424,28 @@ def test_the_readmes_example_section_loads(tmp_path: Path) -> None:
     assert sorted(loaded.channels) == ["job", "mail", "ops-hook", "ops-slack"] and loaded.channels_for("hold") == (
         "ops-slack",
         "mail",
+    )
+
+
+@pytest.mark.e2e  # a real uvicorn
+def test_the_service_answers_then_its_thread_sends_the_notice(tmp_path: Path) -> None:
+    import httpx
+
+    with receiver() as got:
+        section = f"notifications: {{channels: {{ops: {{type: webhook, url: '{got.url}'}}}}, routes: {{hold: [ops]}}}}\n"
+        policy = write_policy(tmp_path / "p.yaml", "reasons: {cpu_oom: {hold_after: 1}}\n" + section)
+        with running_service(f"sqlite:///{tmp_path / 'f.db'}", tmp_path, "--policy", str(policy)) as base:
+            facts = {"job_id": "svc-1", "attempt": 1, "user": "erin", "log": CPU_OOM.read_text()}
+            answer = httpx.post(f"{base}/v1/attempts", json=facts, timeout=30)
+            assert answer.status_code == 201 and answer.json()["decision"]["action"] == "hold", answer.text
+            deadline = time.monotonic() + 20
+            while not got.requests and time.monotonic() < deadline:
+                time.sleep(0.1)
+    ((_, body),) = got.requests
+    sent = json.loads(body)
+    assert (sent["kind"], sent["job_id"], sent["user"], sent["attempt_id"]) == (
+        "hold",
+        "svc-1",
+        "erin",
+        answer.json()["attempt_id"],
     )
