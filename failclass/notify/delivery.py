@@ -35,8 +35,8 @@ def deliver(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Delivered:
     """Send the notices due now, one at a time and each once, until none is due or
-    ``seconds`` have passed (None: no limit); each try waits at most what is left of them. A failed try is
-    due again after the policy's backoff, or given up after its last try."""
+    ``seconds`` have passed (None: no limit); each try waits at most what is left of them.
+    A failed try is due again after the policy's backoff, or given up after its last try."""
     senders = dict(senders or {})
     done = Delivered()
     deadline = None if seconds is None else time.monotonic() + seconds

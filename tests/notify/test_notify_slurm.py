@@ -29,14 +29,14 @@ def test_a_running_job_hears_the_notice_and_keeps_it_in_its_comment(slurm: Slurm
     submitted = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=notebook\necho notebook up\nsleep 300\n")
     job_id = submitted.stdout.strip()
     assert submitted.returncode == 0 and job_id, submitted.stderr
+    output = slurm.base / "jobs" / f"notebook-{job_id}.out"
     deadline = time.monotonic() + 60
-    while slurm.job(job_id).get("JobState") != "RUNNING":
+    while "notebook up" not in (output.read_text() if output.exists() else ""):  # its batch step listens from now
         assert time.monotonic() < deadline, slurm.job(job_id)
         time.sleep(0.5)
     notice = Notice("idle_warning", job_id, "ana", "idle", "no GPU work for 40 min", datetime.now(UTC), f"idle_warning:{job_id}")
     SlurmSender(Channel("slurm", comment=True)).send(notice, timeout=30)
     said = "failclass: idle GPUs: no GPU work for 40 min"
-    output = slurm.base / "jobs" / f"notebook-{job_id}.out"
     deadline = time.monotonic() + 20
     while said not in (output.read_text() if output.exists() else "") and time.monotonic() < deadline:
         time.sleep(0.5)
