@@ -23,6 +23,8 @@ Mode = Literal["enforce", "audit"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 Source = Literal["signature", "model", "scheduler", "none"]  # what named a classification's reason
 DecisionKind = Literal["failure", "admission"]  # a finished attempt's decision, or a submission's
+NoticeKind = Literal["hold", "blacklisted_input", "suspect_node", "idle_warning", "release", "hung_job"]
+NOTICE_KINDS: tuple[NoticeKind, ...] = get_args(NoticeKind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +121,28 @@ class DecisionRecord(Decision):
     job_id: str
     user: str
     decided_at: datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class Notice:
+    """What a person should hear about a job: a hold on its user, an input blacklisted, a
+    node made suspect, an idle warning, a release, a hung job. ``key`` de-duplicates: a
+    notice whose key was sent within the policy's window is not sent again (by default
+    the kind and the job: failclass.notify.notices). It travels: kept as JSON in the
+    store's outbox until every channel has it, and posted as the generic webhook body."""
+
+    kind: NoticeKind
+    job_id: str
+    user: str
+    reason: str  # the failure reason (docs/TAXONOMY.md) or the idle watch's cause
+    message: str  # one sentence for the job's owner and the operator
+    created_at: datetime
+    key: str
+    nodes: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    attempt_id: int | None = None
+    link: str | None = None  # where to read more (the service's page of the attempt), if known
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The use cases every entry point shares (the HTTP service, the scheduler hook, its
 fallback): "an attempt finished" and "may this submission run". Each examines what it
 must, then, in one store transaction, reads the history, calls the pure policy and keeps
-its decision and effects."""
+its decision and effects; then queues the notices those effects give (failclass.notify),
+which are delivered after the answer."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def report_attempt(
     def deciding(history: History) -> Decision:
         return _with_evidence(decide(attempt, failure, history, config), examined)
 
-    return store.record(
+    recorded = store.record(
         attempt,
         examined,
         paths,
@@ -58,6 +59,11 @@ def report_attempt(
         request,
         now,
     )
+    if recorded.decision is not None and not recorded.duplicate and config.notifications.routes:
+        from failclass.notify.notices import enqueue, notices_of
+
+        enqueue(store, notices_of(recorded.decision, attempt, recorded.attempt_id, now), config.notifications, now)
+    return recorded
 
 
 def decide_without_history(attempt: Attempt, examined: Examination, config: PolicyConfig, counted: bool = True) -> Decision:

@@ -239,6 +239,9 @@ def decide_command(ctx: click.Context, facts: Any, as_json: bool, choice: Backen
     except ServiceRefused as exc:
         raise click.UsageError(str(exc)) from None
     _print(answer, as_json)
+    if isinstance(chosen, LocalBackend):
+        sys.stdout.flush()  # the answer is out before any notice is sent
+        chosen.deliver_notices()
     ctx.exit(exit_code(answer))
 
 
@@ -270,7 +273,10 @@ def slurm_epilog(ctx: click.Context, choice: BackendChoice) -> None:
     from failclass.adapters.slurm import epilog
 
     chosen = choice.open(ctx)
-    ctx.exit(epilog(chosen.decide))
+    status = epilog(chosen.decide)
+    if isinstance(chosen, LocalBackend):
+        chosen.deliver_notices()
+    ctx.exit(status)
 
 
 @hook.command("k8s-controller")

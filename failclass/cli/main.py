@@ -14,6 +14,7 @@ from failclass.cli.classify import classify
 from failclass.cli.common import StoreProblem
 from failclass.cli.hook import hook
 from failclass.cli.model import evaluate_command, label, train
+from failclass.cli.notify import notify
 from failclass.cli.policy import policy
 from failclass.cli.rules import rules
 from failclass.cli.serve import db, serve, token
@@ -104,7 +105,23 @@ def main(
 
 hook.add_command(watch_command, "idle-watch")  # the same command, where schedulers look for their side
 
-for command in (classify, rules, policy, train, evaluate_command, label, report, simulate, batch, serve, db, token, hook, waste):
+for command in (
+    classify,
+    rules,
+    policy,
+    train,
+    evaluate_command,
+    label,
+    report,
+    simulate,
+    batch,
+    serve,
+    db,
+    token,
+    hook,
+    waste,
+    notify,
+):
     main.add_command(command)
 
 if __name__ == "__main__":

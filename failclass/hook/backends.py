@@ -21,6 +21,8 @@ used: failclass.store.StoreUnavailable).
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from failclass.classifier import Classifier, Examination
 from failclass.hook.answer import RECORDED, HookAnswer
 from failclass.hook.evidence import with_scheduler
 from failclass.policy.config import PolicyConfig
+from failclass.store import StoreUnavailable
 from failclass.usecases import admit_submission, decide_without_history, report_attempt
 
 if TYPE_CHECKING:
@@ -94,6 +97,25 @@ class LocalBackend:
         else:
             context["log"] = str(log)
         return HookAnswer.of_attempt(recorded.decision, self.policy.mode, **context)
+
+    def deliver_notices(self) -> None:
+        """After the answer: send the notices due, for at most the policy's ``hook_seconds``
+        (failclass.notify); what fails or is left stays queued for `failclass notify flush`.
+        A problem is one line on stderr: the decision stands."""
+        settings = self.policy.notifications
+        if not settings.routes or not settings.hook_seconds or "store" not in self.__dict__:
+            return
+        started = time.monotonic()
+        from failclass.notify.delivery import deliver  # the senders' libraries too: within the time allowed
+
+        try:
+            with self._store() as store:
+                done = deliver(store, settings, seconds=max(settings.hook_seconds - (time.monotonic() - started), 0.01))
+        except StoreUnavailable as exc:
+            print(f"failclass notify: {exc}", file=sys.stderr)
+            return
+        for error in done.errors:
+            print(f"failclass notify: {error} (queued again)", file=sys.stderr)
 
     def next_attempt(self, job_id: str) -> int:
         with self._store() as store:

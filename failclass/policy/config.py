@@ -13,15 +13,16 @@ reason or rule id is refused as ``file: key.path: problem``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
 from failclass.contracts import MODES, RETRY_ACTIONS, Mode
 from failclass.errors import ConfigError
 from failclass.matching.taxonomy import NO_SIGNATURE
+from failclass.notify.config import Notifications
 from failclass.resources import POLICY
-from failclass.schema import allowed, checked, derived, of_type, read_yaml
+from failclass.schema import allowed, build, checked, derived, of_type, read_yaml
 
 DEFAULT_POLICY = POLICY / "default.yaml"
 POLICY_ENV = "FAILCLASS_POLICY"
@@ -94,6 +95,7 @@ class PolicyConfig:
     rules: dict[str, Layer]
     virtual_clusters: dict[str, ClusterPolicy]
     source: str
+    notifications: Notifications = field(default_factory=Notifications)  # who hears of what (failclass.notify)
 
     def blacklisting_reason(self) -> str:
         """The reason whose failures blacklist inputs (the first, if several do): what a
@@ -178,12 +180,24 @@ def load_policy(
         rules=rules,
         virtual_clusters=clusters,
         source=source,
+        notifications=build(Notifications, data.get("notifications") or {}, source, "notifications"),
     )
 
 
 def _check_shape(data: dict[str, Any], source: str) -> float:
     """The file's top level: known keys, the mode, the user window (returned), mappings where due."""
-    known_top = {"mode", "defaults", "backoff", "user_window_hours", "blacklist", "nodes", "reasons", "rules", "virtual_clusters"}
+    known_top = {
+        "mode",
+        "defaults",
+        "backoff",
+        "user_window_hours",
+        "blacklist",
+        "nodes",
+        "reasons",
+        "rules",
+        "virtual_clusters",
+        "notifications",
+    }
     unknown = set(data) - known_top
     if unknown:
         raise ConfigError(f"{source}: unknown keys {sorted(unknown)}")

@@ -10,6 +10,8 @@ import multiprocessing
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
@@ -41,7 +43,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
         description="Why did this GPU training attempt fail, and what should the scheduler do next?",
         docs_url=None,
         redoc_url=None,
-        lifespan=worker_lifespan,
+        lifespan=lifespan,
     )
     app.state.settings = settings
     app.state.store = store
@@ -49,6 +51,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
     app.state.policy = load_policy(settings.policy_file, set(classifier.ruleset.taxonomy.reasons), set(classifier.rules))
     app.state.tokens = load_tokens(settings.tokens_file)
     app.state.metrics = metrics = Metrics(store, app.state.policy.nodes)
+    app.state.notices = None  # the deliverer of notices, while the app runs, where the policy routes any
     errors.install(app)
     docs.install(app)
     openapi.install(app, settings, auth=app.state.tokens is not None, reasons=sorted(classifier.ruleset.taxonomy.reasons))
@@ -59,6 +62,24 @@ def create_app(settings: Settings | None = None, store: Store | None = None, cla
     app.include_router(operations.router)
 
     return app
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """The worker's lifespan (failclass.service.metrics), and a thread that delivers the
+    notices decisions queue (failclass.notify) when the policy routes any."""
+    notifications = app.state.policy.notifications
+    if notifications.routes:
+        from failclass.notify.delivery import DeliveryThread
+
+        app.state.notices = DeliveryThread(app.state.store, notifications)
+        app.state.notices.start()
+    try:
+        async with worker_lifespan(app):
+            yield
+    finally:
+        if app.state.notices is not None:
+            app.state.notices.stop()
 
 
 def app_from_environment() -> FastAPI:

@@ -161,3 +161,30 @@ class LabelRow(Base):
     note: Mapped[str] = mapped_column(Text, default="")
     labelled_by: Mapped[str] = mapped_column(String(200))
     labelled_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class NoticeRow(Base):
+    """One notice (failclass.contracts.Notice) for one channel: the outbox the hook and the
+    service fill and `failclass notify flush` empties (failclass.notify.delivery).
+    ``status``: queued (until sent, or tried ``tries`` times), sent, or failed (given up)."""
+
+    __tablename__ = "notices"
+    __table_args__ = (
+        Index("ix_notices_due", "status", "next_try_at"),
+        Index("ix_notices_key", "channel", "key", "created_at"),
+        Index("ix_notices_job_kind", "channel", "job_id", "kind", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    channel: Mapped[str] = mapped_column(String(100))
+    key: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[str] = mapped_column(String(32))
+    job_id: Mapped[str] = mapped_column(String(200))
+    user: Mapped[str] = mapped_column(String(200))
+    body: Mapped[dict[str, Any]] = mapped_column()  # the notice contract object
+    status: Mapped[str] = mapped_column(String(16))
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_try_at: Mapped[datetime] = mapped_column()
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column()

@@ -32,6 +32,7 @@ from failclass.contracts import Classification, Decision, from_json, to_json
 from failclass.errors import IdempotencyConflict
 from failclass.history import Blacklisted, Failure, History, HistoryNeeds, PriorAttempt
 from failclass.logs.facts import Progress
+from failclass.store.outbox import Outbox
 from failclass.store.statements import Transaction, placeholders
 
 if TYPE_CHECKING:
@@ -59,8 +60,8 @@ class Recorded:
     duplicate: bool
 
 
-class Records(ABC):
-    """Reporting attempts and judging submissions. A subclass says how to get a
+class Records(Outbox, ABC):
+    """Reporting attempts and judging submissions (and the notices they give: Outbox). A subclass says how to get a
     connection of ``driver`` (the DB-API module), whether it is PostgreSQL, and may turn
     the driver's errors into its own."""
 

@@ -28,6 +28,11 @@ class Transaction:
         row = self.cursor.fetchone()
         return None if row is None else tuple(row)
 
+    def changed(self, sql: str, *params: Any) -> int:
+        """Run an UPDATE or DELETE; how many rows it changed."""
+        self._execute(sql, params)
+        return int(self.cursor.rowcount)
+
     def insert(self, table: str, values: dict[str, Any]) -> int:
         """Insert one row; its id."""
         columns = ", ".join(f'"{name}"' for name in values)

@@ -76,6 +76,7 @@ COMMANDS = {
     "hook admit": ("hook", "admit", "--job-id", "j", "--user", "u", "--database-url"),
     "report": ("report", "--database-url"),
     "db upgrade": ("db", "upgrade", "--database-url"),
+    "notify flush": ("notify", "flush", "--database-url"),
 }
 
 

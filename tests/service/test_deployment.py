@@ -20,6 +20,8 @@ import yaml
 from conftest import ROOT, postgres_schema_url, run_cli
 from service_server import free_port, running_service
 
+from failclass.store.migrate import HEAD
+
 pytestmark = pytest.mark.e2e
 
 STARTED = "Application startup complete."
@@ -134,7 +136,7 @@ def test_the_entrypoint_migrates_then_serves_as_compose_runs_it(tmp_path: Path) 
             try:
                 text = wait_for_workers(log, 2, deadline_s=90)
                 assert text.count(STARTED) == 2, text[-4000:]
-                assert "schema at revision 0002" in text  # migrated before serving
+                assert f"schema at revision {HEAD}" in text  # migrated before serving
                 health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
                 assert health["status"] == "ok" and health["auth"] is True and health["database"] == "postgresql"
                 probe = re.search(r"HEALTHCHECK .*?127\.0\.0\.1:%s(/\w+)", (ROOT / "Dockerfile").read_text(), re.DOTALL)

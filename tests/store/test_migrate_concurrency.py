@@ -9,7 +9,7 @@ from multiprocessing.synchronize import Barrier
 
 import pytest
 
-from failclass.store.migrate import current, upgrade
+from failclass.store.migrate import HEAD, current, upgrade
 from failclass.store.repository import make_engine
 
 PROCESSES = 4
@@ -40,5 +40,5 @@ def test_concurrent_migrations_of_a_fresh_database(database_url: str) -> None:
     assert not found, found[0]
     assert all(worker.exitcode == 0 for worker in workers)
     engine = make_engine(database_url)
-    assert current(engine) == "0002"
+    assert current(engine) == HEAD
     engine.dispose()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Annotated
 
-from fastapi import APIRouter, Header, HTTPException, Response
+from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 
 from failclass import usecases
@@ -47,6 +47,7 @@ def identity(body: AttemptIn, caller: str | None, header_key: str | None) -> Req
 @router.post("/attempts", status_code=201, response_model=AttemptOut, responses={200: {"model": AttemptOut}, **documented(409)})
 def report_attempt(
     body: AttemptIn,
+    request: Request,
     response: Response,
     store: StoreDep,
     classifier: ClassifierDep,
@@ -69,6 +70,8 @@ def report_attempt(
         response.status_code = 200
     else:
         metrics.attempt_recorded(attempt, examined.classification, recorded.decision)
+        if request.app.state.notices is not None:
+            request.app.state.notices.wake()  # the notices the decision queued, sent after this answer
     return AttemptOut(
         attempt_id=recorded.attempt_id,
         duplicate=recorded.duplicate,
