@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from failclass import __version__
 from failclass.errors import RuleError
 from failclass.matching import cache
 from failclass.matching.endings import ENDINGS_FILE, Endings, load_endings
@@ -293,9 +292,9 @@ def check_safety(rule: Rule) -> list[str]:
 def _cache_name(dirs: list[Path]) -> str | None:
     """The cache file of the rule set loaded from ``dirs``: named by the hash of every file
     it is read from (taxonomy, prefixes, endings, rule files; their paths too, which rules keep),
-    of the loader's own code and version, and of FAILCLASS_UNSAFE_RULES. None when a file
+    of the loader's own code, and of FAILCLASS_UNSAFE_RULES. None when a file
     cannot be listed or read: the load then says what is wrong."""
-    digest = hashlib.sha256(f"{CACHE_FORMAT}|{__version__}|{os.environ.get(UNSAFE_RULES_ENV, 'refuse')}".encode())
+    digest = hashlib.sha256(f"{CACHE_FORMAT}|{os.environ.get(UNSAFE_RULES_ENV, 'refuse')}".encode())
     loader = [Path(__file__).parent / module for module in LOADER]
     try:
         rule_paths = [path for directory in dirs for path in rule_files(directory)]

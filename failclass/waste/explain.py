@@ -22,7 +22,9 @@ QUIET_SLACKS = 10  # a log that went quiet this close before the GPU did (10 min
 
 
 @dataclass(frozen=True)
-class Explanation:
+class Attribution:
+    """A low-utilisation interval attributed to a cause (not a decision's Explanation)."""
+
     interval: int  # row in Measured.intervals
     cause: str  # a cause id, or "" when nothing explains it
     evidence: tuple[str, ...]
@@ -33,7 +35,7 @@ class Explanation:
 
 def explain(
     measured: Measured, causes: Sequence[Cause], jobs: Mapping[str, JobAllocation], timelines: Mapping[str, Timeline]
-) -> list[Explanation]:
+) -> list[Attribution]:
     if not len(measured.intervals.kind):
         return []
     every = [(row, facts, timelines.get(name)) for row, facts, name in _interval_facts(measured, jobs)]
@@ -96,7 +98,7 @@ def _interval_facts(measured: Measured, jobs: Mapping[str, JobAllocation]) -> li
     return every
 
 
-def _explained_share(causes: Sequence[Cause], facts: Sequence[_Facts], found: Sequence[Explanation], gpus: int) -> np.ndarray:
+def _explained_share(causes: Sequence[Cause], facts: Sequence[_Facts], found: Sequence[Attribution], gpus: int) -> np.ndarray:
     """Per GPU, the share of its time in low phases and drops (and, persistently low, the rest
     of its life outside its intervals) that causes named from the log explain."""
     by_log = {c.id for c in causes if c.log is not None or c.declared_kind}
@@ -147,19 +149,19 @@ class _Hits:
         return self._found[key]
 
 
-def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Timeline | None, hits: _Hits) -> Explanation:
+def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Timeline | None, hits: _Hits) -> Attribution:
     for cause in causes:
         if not cause.detectable or facts.kind not in cause.intervals or not _series_hold(cause.series, facts):
             continue
         if cause.log is None and not cause.declared_kind:
-            return Explanation(row, cause.id, (), (), cause.confidence, _series_basis(cause, facts))
+            return Attribution(row, cause.id, (), (), cause.confidence, _series_basis(cause, facts))
         found = _log_evidence(cause, facts, timeline, hits) if cause.log else None
         if found is None and cause.declared_kind and facts.job_kind == cause.declared_kind:
             text = f"the jobs file declares the job {cause.declared_kind}"
             found = _Found((text,), (), "high", text)
         if found is not None:
-            return Explanation(row, cause.id, found.texts, found.lines, found.confidence, found.basis)
-    return Explanation(row, "", ())
+            return Attribution(row, cause.id, found.texts, found.lines, found.confidence, found.basis)
+    return Attribution(row, "", ())
 
 
 def _series_basis(cause: Cause, facts: _Facts) -> str:

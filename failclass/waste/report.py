@@ -14,7 +14,7 @@ from itertools import zip_longest
 from typing import Any
 
 from failclass.waste.causes import Cause
-from failclass.waste.explain import Explanation
+from failclass.waste.explain import Attribution
 from failclass.waste.inputs import InputReport
 from failclass.waste.loss import Convergence
 from failclass.waste.measure import Measured
@@ -95,7 +95,7 @@ class WasteReport:
         return document
 
 
-def interval_rows(measured: Measured, explanations: Sequence[Explanation]) -> list[IntervalRow]:
+def interval_rows(measured: Measured, attributions: Sequence[Attribution]) -> list[IntervalRow]:
     iv, table = measured.intervals, measured.samples
     return [
         IntervalRow(
@@ -114,7 +114,7 @@ def interval_rows(measured: Measured, explanations: Sequence[Explanation]) -> li
             e.confidence,
             e.basis,
         )
-        for e in explanations
+        for e in attributions
     ]
 
 

@@ -222,7 +222,18 @@ def test_a_duplicate_says_so_and_shows_the_recorded_attempt(service: str, tmp_pa
 # What a decision on a local store must not load: the ORM and migrations (the driver
 # records), pydantic (the facts are checked against their cached schema), the service,
 # an HTTP client, the model's numpy (for a log a rule explains) and the training stack.
-HEAVY = {"sqlalchemy", "alembic", "pydantic", "pydantic_core", "fastapi", "httpx", "numpy", "sklearn", "torch"}
+HEAVY = {
+    "sqlalchemy",
+    "alembic",
+    "pydantic",
+    "pydantic_core",
+    "fastapi",
+    "httpx",
+    "numpy",
+    "sklearn",
+    "torch",
+    "importlib.metadata",
+}
 
 
 def test_decide_on_a_local_store_loads_only_what_it_needs(database_url: str, tmp_path: Path) -> None:
