@@ -13,6 +13,7 @@ Order of questions:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Sequence
@@ -63,9 +64,11 @@ def backoff_seconds(config: PolicyConfig, attempt: Attempt, number: int) -> floa
     return round(delay * (1 + backoff.jitter * (2 * unit - 1)), 1)
 
 
+@functools.lru_cache(maxsize=64)
 def implicated_inputs(attempt: Attempt, failure: Failure) -> tuple[str, ...]:
     """Declared inputs that contain a path the evidence names; else the named paths; else
-    every declared input."""
+    every declared input. Kept for the last attempts: the use case asks first (to lock and
+    read those inputs' history), the policy again when it decides."""
     named = paths_in(failure.evidence)
     declared = [d for d in attempt.inputs if any(p == d or p.startswith(d.rstrip("/") + "/") for p in named)]
     return tuple(declared or named or attempt.inputs)
