@@ -114,6 +114,42 @@ def test_kubernetes_pods_of_a_job_are_one_job_with_their_gpus_on_their_node(tmp_
     assert (job.end - job.start) == 615  # startTime 19:50:30 to the container's finishedAt 20:00:45
 
 
+def retried(pod: dict[str, Any], name: str, start: str, end: str, uid: str | None) -> dict[str, Any]:
+    """The real pod under another name and lifetime, its owner's uid ``uid`` (None: not said)."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["name"] = name
+    pod["status"]["startTime"] = start
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = end
+    if uid is None:
+        del pod["metadata"]["labels"]["controller-uid"]
+        del pod["metadata"]["ownerReferences"]
+    else:
+        pod["metadata"]["labels"]["controller-uid"] = uid
+        pod["metadata"]["ownerReferences"][0]["uid"] = uid
+    return pod
+
+
+def test_pods_under_one_job_name_are_one_job_only_while_it_exists(tmp_path):
+    """A Job's name is unique while the Job exists: pods of one owner (its uid) are one job;
+    without a uid, pods under one name that ran one after the other were jobs of their own."""
+    pod = gpu_pod(1)
+    first, later = ("2021-09-01T19:50:30Z", "2021-09-01T20:00:45Z"), ("2021-09-01T21:00:00Z", "2021-09-01T21:10:00Z")
+    path = tmp_path / "pods.json"
+    path.write_text(pods(retried(pod, "a-1", *first, None), retried(pod, "a-2", *later, None)))
+    assert sorted(by_name(path)) == ["verrazzano-install/a-1", "verrazzano-install/a-2"]
+    path.write_text(pods(retried(pod, "a-1", *first, "u-1"), retried(pod, "a-2", *later, "u-1")))
+    (one,) = read_jobs(path)
+    assert one.job == "verrazzano-install/verrazzano-install-my-verrazzano" and len(one.aliases) == 2
+    path.write_text(pods(retried(pod, "a-1", *first, "u-1"), retried(pod, "a-2", *later, "u-2")))
+    assert len(read_jobs(path)) == 2
+    overlapping = ("2021-09-01T19:55:00Z", "2021-09-01T20:05:00Z")  # a worker beside the master, as a training job's
+    path.write_text(pods(retried(pod, "a-1", *first, None), retried(pod, "a-2", *overlapping, None)))
+    (together,) = read_jobs(path)
+    assert together.job == "verrazzano-install/verrazzano-install-my-verrazzano" and together.counts == (
+        ("verrazzano-control-plane", 2),
+    )
+
+
 def test_a_jupyterhub_pod_is_interactive_and_names_its_user(tmp_path):
     pod = gpu_pod(1, component="singleuser-server")
     del pod["metadata"]["labels"]["job-name"]
@@ -128,6 +164,24 @@ def test_a_jupyterhub_pod_is_interactive_and_names_its_user(tmp_path):
         "ana",
         True,
     )
+
+
+def test_a_gres_string_counts_per_node_and_a_tres_total_is_the_jobs(tmp_path):
+    """Slurm's GRES (``--gres=gpu:h200:8``, ``TresPerNode``) is per node; TRES
+    (``gres/gpu=16``) is the job's whole allocation."""
+    csv = tmp_path / "jobs.csv"
+    csv.write_text(
+        "JobId,UserName,StartTime,EndTime,NodeList,Gres\n"
+        '4,ana,2024-05-10T00:45:45,2024-05-10T03:42:30,"g[002,005]",gpu:h200:8\n'
+        "5,ana,2024-05-10T00:45:45,2024-05-10T03:42:30,g007,gpu:2\n"
+    )
+    jobs = by_name(csv)
+    assert (jobs["4"].counts, jobs["5"].counts) == ((("g002", 8), ("g005", 8)), (("g007", 2),))
+    csv.write_text(
+        "JobId,UserName,StartTime,EndTime,NodeList,AllocTRES\n"
+        '4,ana,2024-05-10T00:45:45,2024-05-10T03:42:30,"g[002,005]","cpu=32,gres/gpu=16,mem=64G"\n'
+    )
+    assert by_name(csv)["4"].counts == (("g002", 8), ("g005", 8))
 
 
 def test_tables_under_the_names_operators_use(tmp_path):

@@ -2,9 +2,13 @@
 ``items``, or one ``Pod``).
 
 A pod is named ``namespace/pod``, as DCGM's pod labels name its readings. The pods of one
-Job or training job (labels ``batch.kubernetes.io/job-name``, ``job-name``,
-``training.kubeflow.org/job-name``) are one job ``namespace/job`` with each pod's name as an
-alias. The GPUs are the containers' ``nvidia.com/gpu`` limits on ``spec.nodeName`` (the
+Job or training job are one job ``namespace/job`` with each pod's name as an alias: the
+pods of one owner (its uid: the ``controller-uid`` labels or the controller's
+``ownerReferences`` entry), or, where no uid is given, the pods under one job-name label
+(``batch.kubernetes.io/job-name``, ``job-name``, ``training.kubeflow.org/job-name``) whose
+lifetimes overlap. A Job's name is unique only while it exists: pods under one name that
+ran one after the other are jobs of their own, each named after its pod (no one held the
+GPUs between them). The GPUs are the containers' ``nvidia.com/gpu`` limits on ``spec.nodeName`` (the
 device plugin does not say which indices). The user is a label or annotation named
 ``user``, ``username`` or ``owner`` (``hub.jupyter.org/username``...), the cluster the
 namespace; a JupyterHub single-user server or a Kubeflow notebook is interactive. The pod
@@ -14,6 +18,7 @@ started is left out."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from failclass.waste.jobfiles.common import JobsFile, allocation, finish, parse_
 
 GPU = "nvidia.com/gpu"
 GROUPS = ("batch.kubernetes.io/job-name", "training.kubeflow.org/job-name", "job-name")
+OWNER_UIDS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 USER_KEYS = ("user", "username", "owner")
 FINISHED = ("Succeeded", "Failed")
 
@@ -42,7 +48,9 @@ def read_pods(document: dict[str, Any], path: Path) -> JobsFile:
             continue
         group, job = found
         groups.setdefault(group, []).append(job)
-    jobs = [_merge(name, pods) for name, pods in groups.items()]
+    runs = [run for group, pods in groups.items() for run in _runs(group, pods)]
+    names = Counter(name for name, _ in runs)  # one name, owners one after the other: each named after its first pod
+    jobs = [_merge(name if names[name] == 1 else _first(name, pods), pods) for name, pods in runs]
     notes = [f"{path}: {never} pods that never started (pending) left out"] if never else []
     return finish(path, "Kubernetes pods", jobs, notes)
 
@@ -58,6 +66,7 @@ def _pod(pod: dict[str, Any], path: Path, number: int) -> tuple[str, JobAllocati
         return None
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     group = next((labels[key] for key in GROUPS if labels.get(key)), "")
+    owner = next((labels[key] for key in OWNER_UIDS if labels.get(key)), "") or _controller_uid(meta)
     gpus = sum(_count(c, at) for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])])
     job = allocation(
         at,
@@ -69,7 +78,35 @@ def _pod(pod: dict[str, Any], path: Path, number: int) -> tuple[str, JobAllocati
         start=start,
         end=_end(status, at),
     )
-    return (f"{namespace}/{group}" if group else job.job), job
+    return (f"{namespace}/{group}\0{owner}" if group else job.job), job
+
+
+def _controller_uid(meta: dict[str, Any]) -> str:
+    owners = meta.get("ownerReferences") or []
+    return next((str(o.get("uid") or "") for o in owners if isinstance(o, dict) and o.get("controller")), "")
+
+
+def _runs(group: str, pods: list[JobAllocation]) -> list[tuple[str, list[JobAllocation]]]:
+    """The jobs of one group: all its pods where the owner's uid is known; else each set of
+    pods whose lifetimes overlap, named after the group where it is the only such set, else
+    a single pod after itself."""
+    name, _, owner = group.partition("\0")
+    if owner or len(pods) == 1:
+        return [(name, pods)]
+    runs: list[list[JobAllocation]] = []
+    for pod in sorted(pods, key=lambda p: p.start):
+        if runs and pod.start < max(p.end for p in runs[-1]):
+            runs[-1].append(pod)
+        else:
+            runs.append([pod])
+    if len(runs) == 1:
+        return [(name, pods)]
+    return [(run[0].job if len(run) == 1 else _first(name, run), run) for run in runs]
+
+
+def _first(name: str, pods: list[JobAllocation]) -> str:
+    """A job named ``name`` that is not the only one so named: after its first pod."""
+    return pods[0].job if len(pods) == 1 else f"{name}@{min(pods, key=lambda p: p.start).job.rsplit('/', 1)[-1]}"
 
 
 def _count(container: Any, at: str) -> int:

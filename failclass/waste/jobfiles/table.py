@@ -3,8 +3,9 @@ JSON list of objects, one job a row, under the column names operators use.
 
 Each field is looked up under its aliases, case, ``_``, ``-`` and spaces ignored: the job
 under ``job``, ``JobIDRaw``, ``JobID``, ``job_id``, ``id``; the GPUs as failclass's
-``node:indices`` list, or a count (``gpus``, ``ngpus``, a TRES string's ``gres/gpu=N``)
-beside the nodes (``NodeList``, ``nodes``, ``host``). Rows of ``sacct -P`` steps
+``node:indices`` list, or a count (``gpus``, ``ngpus``, a TRES string's ``gres/gpu=N``: the
+job's total) beside the nodes (``NodeList``, ``nodes``, ``host``), or a GRES string
+(``gpu:h100:8``: per node, as ``--gres`` and ``TresPerNode`` count). Rows of ``sacct -P`` steps
 (``1234.batch``) are not jobs: a ``batch`` step marks its job batch, its absence
 interactive (salloc, srun)."""
 
@@ -152,10 +153,9 @@ def _row(row: dict[str, str], column: dict[str, str], path: Path, number: int, n
     at = where(path, number)
     value = {field: row.get(header, "").strip() for field, header in column.items()}
     nodes = node_list(value.get("nodes", ""))
-    gpus, count = _gpu_field(value.get("gpus", ""), at)
+    gpus, count = _gpu_field(value.get("gpus", ""), len(nodes), at)
     if not count and value.get("tres"):
-        match = _GPU_TRES.search(value["tres"])
-        count = int(match.group(1) or match.group(2)) if match else 0
+        count = _gpu_count(value["tres"], len(nodes))
     aliases = [row[header].strip() for header in row if _normal(header) in ALIASES["job"]]
     if value.get("pod"):
         aliases.append(_name(row, {k: v for k, v in column.items() if k != "job"}))
@@ -175,16 +175,24 @@ def _row(row: dict[str, str], column: dict[str, str], path: Path, number: int, n
     )
 
 
-def _gpu_field(text: str, at: str) -> tuple[tuple[tuple[str, int], ...], int]:
-    """A ``node:indices`` list, or a count."""
+def _gpu_field(text: str, nodes: int, at: str) -> tuple[tuple[tuple[str, int], ...], int]:
+    """A ``node:indices`` list, or a count (of the job's ``nodes``, for a GRES string)."""
     if not text:
         return (), 0
     if text.isdigit():
         return (), int(text)
-    match = _GPU_TRES.search(text)
-    if match:
-        return (), int(match.group(1) or match.group(2))
+    if _GPU_TRES.search(text):
+        return (), _gpu_count(text, nodes)
     return parse_gpus(text, at), 0
+
+
+def _gpu_count(text: str, nodes: int) -> int:
+    """The job's GPUs a TRES (``gres/gpu=16``: the job's) or GRES (``gpu:h100:8``: each of
+    its ``nodes``') string says; 0 where it names none."""
+    match = _GPU_TRES.search(text)
+    if match is None:
+        return 0
+    return int(match.group(1)) if match.group(1) else int(match.group(2)) * max(nodes, 1)
 
 
 def _kind_from_steps(job: JobAllocation, steps: dict[str, set[str]]) -> JobAllocation:
