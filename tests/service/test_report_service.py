@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import ROOT, postgres_schema_url, run_cli
+from failures import MADE
 from service_server import running_service
 
 from failclass.analytics.selection import MAX_VALUES
@@ -22,7 +23,7 @@ from failclass.analytics.selection import MAX_VALUES
 WEEKS = ROOT / "tests" / "analytics"
 sys.path.insert(0, str(WEEKS))
 from chromium_page import PAGE_FACTS, Browser, chromium  # noqa: E402 (found through the sys.path entry above)
-from report_weeks import LOGS, rows  # noqa: E402 (found through the sys.path entry above)
+from report_weeks import MADE_FOR, rows  # noqa: E402 (found through the sys.path entry above)
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +38,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     with running_service(database_url, workdir) as base:
         for row in rows():  # the service classifies each from the log its reason names
             body = {key: value for key, value in row.items() if key != "reason"}
-            body["log"] = (ROOT / LOGS[row["reason"]]).read_text(errors="replace")
+            body["log"] = (ROOT / MADE[MADE_FOR[row["reason"]]].log).read_text(errors="replace")
             assert httpx.post(f"{base}/v1/attempts", json=body, timeout=60).status_code == 201
         yield {"base": base, "database_url": database_url, "database": request.param}
     next(urls, None)  # drops the PostgreSQL schema
