@@ -232,7 +232,6 @@ HEAVY = {
     "numpy",
     "sklearn",
     "torch",
-    "importlib.metadata",
 }
 
 
