@@ -15,6 +15,7 @@ _ROOT_CAUSE = "Root Cause (first observed failure):"
 _ENTRY = re.compile(r"^\s*\[\d+\]:\s*$")
 _FIELD = re.compile(r"^\s+(time|host|rank|exitcode|error_file)\s*: (.*)$")
 _MPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\]")
+_RULE = re.compile(r"^={20,}\s*$")
 _SRUN_ERROR = re.compile(r"^srun: error: (\S+): tasks? ([\d,-]+): (.*)$")
 
 
@@ -31,6 +32,22 @@ class Report:
     line: Line | None = None
     by: str = ""
     text: str = ""  # what the launcher printed of it (torchrun's table entry)
+
+
+def outside_tables(lines: list[Line]) -> list[Line]:
+    """The lines without torchrun's failure tables (from the ``=====`` line before
+    ``<script> FAILED`` to the next ``=====``): they repeat what the ranks printed."""
+    kept: list[Line] = []
+    index = 0
+    while index < len(lines):
+        text = lines[index].text
+        if _RULE.match(text) and index + 1 < len(lines) and lines[index + 1].text.rstrip().endswith(" FAILED"):
+            end = next((i for i in range(index + 2, len(lines)) if _RULE.match(lines[i].text)), len(lines) - 1)
+            index = end + 1
+            continue
+        kept.append(lines[index])
+        index += 1
+    return kept
 
 
 def launcher_only(stream: Stream) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 from failclass.classifier import Classifier
 from failclass.contracts import AttemptAnswer, Classification, Evidence, Origin
 from failclass.errors import ConfigError
-from failclass.logs.launchers import Report, launcher_only
+from failclass.logs.launchers import Report, launcher_only, outside_tables
 from failclass.logs.launchers import reports as reports_of
 from failclass.logs.ranks import Layout, Stream, rank_streams, read_lines
 from failclass.logs.region import names_no_cause
@@ -69,24 +69,30 @@ class AttemptReader:
         """One answer for the attempt: the origin rank's classification, the origin, the cascade."""
         streams = rank_streams(files, self.layout)
         reports = reports_of(line for s in streams if s.rank is None for line in s.lines)
+        launchers = {id(s) for s in streams if launcher_only(s)}
+        for stream in streams:
+            if stream.rank is None:  # a launcher's own lines, not its table of the ranks' errors
+                stream.lines = outside_tables(stream.lines)
         judged = [(s, self._classify(s)) for s in streams]
         kinds = {id(s): self.kind(c, s) for s, c in judged}
         ranked = [(s, c) for s, c in judged if s.rank is not None and kinds[id(s)] != NOTHING]
-        candidates = ranked or [(s, c) for s, c in judged if kinds[id(s)] != NOTHING and not launcher_only(s)]
+        candidates = ranked or [(s, c) for s, c in judged if kinds[id(s)] != NOTHING and id(s) not in launchers]
         task_nodes = {task: node for report in reports if report.by == "srun" for task, node in [(report.rank, report.host)]}
         if not candidates:
             root = next((r for r in reports if r.root), None)
             if root is None:
-                return AttemptAnswer(self._reported(None, judged))
+                return AttemptAnswer(self._reported(None, judged, kinds)[0])
             how = f"{root.by} saw it fail first ({root.exit_code or 'exit'})"
-            return AttemptAnswer(self._reported(root, judged), self._reported_origin(root, how))
+            found, path = self._reported(root, judged, kinds)
+            return AttemptAnswer(found, self._reported_origin(root, how, found, path))
         top = min(kinds[id(s)] for s, _ in candidates)
         first = [(s, c) for s, c in candidates if kinds[id(s)] == top]
         chosen, how = self._first(first, reports, top)
         if top >= PEER and (silent := self._silent(candidates, reports, top)) is not None:
-            classification = self._reported(silent[0], judged)
-            origin = self._reported_origin(*silent)
-            return AttemptAnswer(classification, origin, *_cascade(candidates, reports, silent[0].rank, kinds))
+            report, how = silent
+            found, path = self._reported(report if report.root else None, judged, kinds)
+            origin = self._reported_origin(report, how, found, path)
+            return AttemptAnswer(found, origin, *_cascade(candidates, reports, report.rank, kinds))
         classification = next(c for s, c in judged if s is chosen)
         origin = self._origin(chosen, classification, reports, task_nodes, how)
         cascade = _cascade(candidates, reports, chosen.rank, kinds)
@@ -108,17 +114,30 @@ class AttemptReader:
             return quiet[0], f"the one rank of {len(known)} that reported no failure while the others lost a peer"
         return None
 
-    def _reported(self, report: Report | None, judged: list[tuple[Stream, Classification]]) -> Classification:
-        """The answer for an origin whose own log names no failure: what its launcher printed
-        of it (torchrun's entry: a signal, an exit code; not a SIGTERM, which only stopped
-        it), else the strongest answer of any log."""
-        if report is not None and report.text and report.line is not None and "SIGTERM" not in report.exit_code:
-            found = self.classifier.classify_bytes(report.text + "\n")
-            if found.reason != NO_SIGNATURE:
+    def _reported(
+        self, report: Report | None, judged: list[tuple[Stream, Classification]], kinds: Mapping[int, int]
+    ) -> tuple[Classification, str | None]:
+        """The answer for an origin whose own rank's lines name no failure, and the file of its
+        first evidence line. Where a launcher saw it fail first (``report``): the strongest of
+        what the launcher printed of it (torchrun's entry: a signal, an exit code; not a
+        SIGTERM, which only stopped it) and of the lines no rank's prefix claims (a native
+        crash writes past the excepthook: "Fatal Python error"). Else, or where those name
+        nothing, the strongest answer of any log (a hang: the others' timeouts)."""
+        options: list[tuple[Classification, str | None]] = []
+        if report is not None:
+            options = [self._placed(s, c) for s, c in judged if s.rank is None and kinds[id(s)] in (CAUSE, MODEL, DIED)]
+            if report.text and report.line is not None and "SIGTERM" not in report.exit_code:
+                found = self.classifier.classify_bytes(report.text + "\n")
                 first = report.line.number
-                return replace(found, evidence=tuple(Evidence(first + e.line - 1, e.text) for e in found.evidence))
-        strongest = max((c for _, c in judged), key=self.classifier.strength, default=None)
-        return strongest or self.classifier.classify_bytes(b"")
+                evidence = tuple(Evidence(first + e.line - 1, e.text) for e in found.evidence)
+                options.append((replace(found, evidence=evidence), report.line.path))
+        options = [o for o in options if o[0].reason != NO_SIGNATURE] or [self._placed(s, c) for s, c in judged]
+        return max(options, key=lambda o: self.classifier.strength(o[0]), default=(self.classifier.classify_bytes(b""), None))
+
+    def _placed(self, stream: Stream, found: Classification) -> tuple[Classification, str | None]:
+        """A stream's classification numbered as in its files, and its first evidence line's file."""
+        path = stream.lines[found.evidence[0].line - 1].path if found.evidence else None
+        return self._in_files(stream, found), path
 
     def _classify(self, stream: Stream) -> Classification:
         return self.classifier.classify_bytes("\n".join(line.text for line in stream.lines) + "\n")
@@ -183,8 +202,12 @@ class AttemptReader:
             return node
         return None if stream.rank is None else self.layout.node_of_rank(stream.rank)
 
-    def _reported_origin(self, report: Report, how: str) -> Origin:
+    def _reported_origin(self, report: Report, how: str, found: Classification, path: str | None) -> Origin:
+        """The origin a launcher named, at the first line of the answer's evidence if its file
+        is known (else at the launcher's own line)."""
         node = self.layout.node_named(report.host) or self.layout.node_of_rank(report.rank)
+        if path is not None and found.evidence:
+            return Origin(report.rank, node, None, path, found.evidence[0].line, how)
         line = report.line
         return Origin(report.rank, node, None, line.path if line else None, line.number if line else None, how)
 

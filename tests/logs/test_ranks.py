@@ -34,6 +34,7 @@ def attempt_of(classifier: Classifier, *names: str, layout: Layout | None = None
         (("torchrun_two_causes.log",), "incorrect_inputs", 2, (0, 1, 3)),
         (("torchrun_tee_two_causes.log",), "incorrect_inputs", 2, (0, 1, 3)),
         (("torchrun_logdir_segv/logs",), "core_dump", 3, (0, 2)),
+        (("torchrun_interleaved_segv.log",), "core_dump", 1, (0, 2, 3)),
         (("torchrun_two_nodes",), "incorrect_inputs", 5, (0, 1, 2, 3, 4, 6, 7)),
         (("mpirun_tag_output.log",), "incorrect_inputs", 2, (0, 1, 3)),
         (("srun_label.out",), "import_error", 3, (0, 1, 2)),
@@ -73,8 +74,9 @@ def test_a_hung_rank_is_the_one_the_others_waited_on(classifier: Classifier) -> 
 
 def test_a_console_without_rank_lines_takes_torchruns_root_cause(classifier: Classifier) -> None:
     answer = attempt_of(classifier, "torchrun_logdir_segv/console.log")
-    assert answer.origin is not None and (answer.origin.rank, answer.origin.line) == (3, 77)
-    assert "SIGSEGV" in answer.origin.how
+    # The agent's own "failed (exitcode: -11) local_rank: 3" line, its table left aside.
+    assert answer.origin is not None and (answer.origin.rank, answer.origin.line) == (3, 8)
+    assert "SIGSEGV" in answer.origin.how and "exitcode: -11" in answer.classification.evidence[0].text
     assert answer.classification.rule_id == "traceback_from_crash.launcher_reports_fatal_signal"
 
 
