@@ -28,17 +28,16 @@ from failclass.contracts import AttemptAnswer, Classification, Evidence, Origin
 from failclass.errors import ConfigError
 from failclass.logs.launchers import Report, launcher_only, outside_tables
 from failclass.logs.launchers import reports as reports_of
-from failclass.logs.ranks import Layout, Stream, rank_streams, read_lines
+from failclass.logs.ranks import NCCL_PROCESS, Layout, Stream, rank_streams, read_lines
 from failclass.logs.region import names_no_cause
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.resources import PACKAGE_DATA
 from failclass.schema import load
 
-_NCCL = re.compile(r"^([A-Za-z0-9][\w.-]*):\d+:\d+ \[(\d+)\] NCCL")
 _GPU = re.compile(r"\bcudaDev (\d+)|\bcuda:(\d+)|\bGPU (\d+)\b|\bdevice[ =](\d+)\b")
 # A rank's failure, most causal first: the origin is taken from the first kind present.
 CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(6)
-KINDS = ("named a cause", "model's answer", "died", "lost a peer", "told to stop", "no failure")
+KINDS = ("named a cause", "got a cause from the model", "died", "lost a peer", "was told to stop", "showed no failure")
 SETTINGS = PACKAGE_DATA / "ranks.yaml"
 
 
@@ -146,11 +145,11 @@ class AttemptReader:
         """How causal a rank's failure is (CAUSE ... NOTHING)."""
         if classification.reason == NO_SIGNATURE:
             return NOTHING
+        if classification.reason in self.peer:
+            return PEER
         if classification.source == "model":
             return MODEL
         rule = self.classifier.rules.get(classification.rule_id or "")
-        if classification.reason in self.peer:
-            return PEER
         if rule is not None and rule.kind == "explicit" and classification.reason not in self.classifier.consequences:
             return CAUSE
         if any(names_no_cause(e.text) for e in classification.evidence) or any(
@@ -162,7 +161,7 @@ class AttemptReader:
     def _first(self, first: list[tuple[Stream, Classification]], reports: list[Report], kind: int) -> tuple[Stream, str]:
         label = KINDS[kind]
         if len(first) == 1:
-            return first[0][0], f"the only rank that {label}" if first[0][0].rank is not None else label
+            return first[0][0], f"the only {'rank' if first[0][0].rank is not None else 'log'} that {label}"
         times = [(_first_time(s, c), s) for s, c in first]
         if all(t is not None for t, _ in times):
             _, stream = min(times, key=lambda pair: (pair[0], pair[1].rank if pair[1].rank is not None else -1))
@@ -188,7 +187,7 @@ class AttemptReader:
             if (node := named(host)) is not None:
                 return node
         for line in stream.lines:
-            if (m := _NCCL.match(line.text)) and (node := named(m.group(1))) is not None:
+            if (m := NCCL_PROCESS.match(line.text)) and (node := named(m.group(1))) is not None:
                 return node
         for report in reports:
             if report.rank == stream.rank and report.by == "torchrun" and (node := named(report.host)) is not None:
@@ -227,13 +226,15 @@ def _first_time(stream: Stream, found: Classification) -> float | None:
 
 
 def _gpu(stream: Stream, found: Classification) -> int | None:
-    """The CUDA device the failure names (in its evidence, else an NCCL line of the rank)."""
-    for text in [e.text for e in found.evidence] + [line.text for line in stream.lines]:
+    """The CUDA device the failure names: in its evidence (``GPU 0``, ``cuda:1``, NCCL's
+    ``host:pid:tid [3]``), else in the rank's NCCL lines. An index as the process saw it
+    (under CUDA_VISIBLE_DEVICES)."""
+    for text in (e.text for e in found.evidence):
+        if (m := NCCL_PROCESS.match(text)) is not None:
+            return int(m.group(3))
         if (m := _GPU.search(text)) is not None:
             return int(next(g for g in m.groups() if g is not None))
-        if (m := _NCCL.match(text)) is not None:
-            return int(m.group(2))
-    return None
+    return next((int(m.group(3)) for line in stream.lines if (m := NCCL_PROCESS.match(line.text)) is not None), None)
 
 
 def _cascade(

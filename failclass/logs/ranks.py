@@ -33,6 +33,15 @@ _HOST = re.compile(r"([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z0-9]): ")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]: ?")
 _ELASTIC_ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d+)\]: ?")
 _RAY_RANK = re.compile(r"\[rank=(\d+), world_size=\d+\]")
+# NCCL's own prefix, host:pid:tid [cuda device] (kept: rules read it), and the line that
+# ties the process to its rank: "comm 0x... rank 10 nranks 16 cudaDev 2"
+# (github.com/sgl-project/sglang/issues/3398)
+NCCL_PROCESS = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):\d+ \[(\d+)\] ")
+# c10d's records name their rank in the message: "[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL
+# watchdog thread terminated" (samples/gpu_ecc_error--kohya_ddp_ecc_nccl_watchdog.log),
+# "[PG ID 0 PG GUID 0(default_pg) Rank 1]" (github.com/XPixelGroup/BasicSR/issues/737)
+_C10D_RANK = re.compile(r"ProcessGroup\w*\.cpp:\d+\] \[(?:PG [^\]]*?)?Rank (\d+)\]")
+_NCCL_RANK = re.compile(r"NCCL INFO .*\brank (\d+) nranks \d+")
 _TORCHRUN_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
 # -- times ------------------------------------------------------------------------------
 _ISO = re.compile(r"\[?\d{4}-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
@@ -187,6 +196,10 @@ def _parse(line: str, base: Tag, hosts: frozenset[str]) -> tuple[Tag, str]:
         elif (m := _HOST.match(rest)) is not None and m.group(1) in hosts:
             tag.host = m.group(1)
         else:
+            if (m := NCCL_PROCESS.match(rest)) is not None and tag.pid is None:
+                tag.host, tag.pid = tag.host or m.group(1), int(m.group(2))
+            if tag.rank is None and (m := _C10D_RANK.search(rest)) is not None:
+                tag.rank = int(m.group(1))
             return tag, rest
         rest = rest[m.end() :]
 
@@ -213,14 +226,14 @@ def _group(tagged: list[tuple[Tag, Line]]) -> list[Stream]:
     global rank where a line says both; where none can be, by local rank, process or file."""
     local_rank: dict[tuple[str, int], int] = {}
     agents: set[tuple[str, int]] = set()  # srun tasks that are a node's launcher (their lines carry ranks)
-    ray_rank: dict[tuple[str | None, int], int] = {}
+    process_rank: dict[tuple[str | None, int], int] = {}  # a Ray worker's, an NCCL process's
     for tag, line in tagged:
         if tag.rank is not None and tag.local is not None:
             local_rank[(tag.context, tag.local)] = tag.rank
         if tag.task is not None and (tag.local is not None or tag.rank not in (None, tag.task)):
             agents.add((tag.context.split("#")[0], tag.task))
-        if tag.pid is not None and (m := _RAY_RANK.search(line.text)):
-            ray_rank[(tag.host, tag.pid)] = int(m.group(1))
+        if tag.pid is not None and (m := _RAY_RANK.search(line.text) or _NCCL_RANK.search(line.text)):
+            process_rank[(tag.host, tag.pid)] = int(m.group(1))
     contexts = {tag.context for tag, _ in tagged if tag.local is not None}
     streams: dict[tuple[object, ...], Stream] = {}
     for tag, line in tagged:
@@ -230,7 +243,7 @@ def _group(tagged: list[tuple[Tag, Line]]) -> list[Stream]:
             if rank is None and len(contexts) == 1:
                 rank = tag.local  # one torchrun: its local ranks are the ranks
         if rank is None and tag.pid is not None:
-            rank = ray_rank.get((tag.host, tag.pid))
+            rank = process_rank.get((tag.host, tag.pid))
         if rank is None and tag.task is not None and (tag.context.split("#")[0], tag.task) not in agents:
             rank = tag.task
         if rank is not None:

@@ -130,22 +130,23 @@ def test_prefixes_of_launchers_not_run_here() -> None:
     assert (tag.task, tag.local, tag.rank, rest) == (0, 1, 5, "Traceback (most recent call last):")
 
 
-def test_ray_workers_become_ranks_and_nccl_lines_give_host_and_gpu(classifier: Classifier) -> None:
-    lines = {
-        # github.com/ray-project/ray/issues/23060
+def test_ray_workers_and_nccl_processes_become_ranks(classifier: Classifier) -> None:
+    ray = {  # github.com/ray-project/ray/issues/23060
         "ray.log": [
             "(BaseWorkerMixin pid=20102, ip=10.0.100.15) 2022-03-11 01:47:25,905\tINFO torch.py:66 -- Setting up process group for: env:// [rank=0, world_size=5]",
             "(BaseWorkerMixin pid=25342, ip=10.0.100.14) 2022-03-11 01:47:25,982\tINFO torch.py:66 -- Setting up process group for: env:// [rank=1, world_size=5]",
-        ],
-        # github.com/pytorch/examples/issues/1279
+        ]
+    }
+    streams = {s.key: s for s in rank_streams(ray, Layout())}
+    assert streams[("rank", 0)].hosts == ["10.0.100.15"] and streams[("rank", 1)].hosts == ["10.0.100.14"]
+    nccl = {  # github.com/pytorch/examples/issues/1279
         "nccl.log": [
             "d-9-11-1:2870757:2870757 [0] NCCL INFO comm 0x560c6a8aafd0 rank 0 nranks 2 cudaDev 0 busId 86000 - Abort COMPLETE"
-        ],
+        ]
     }
-    reader = AttemptReader(classifier)
-    streams = {s.key: s for s in rank_streams(lines, Layout())}
-    assert streams[("rank", 0)].hosts == ["10.0.100.15"] and streams[("rank", 1)].hosts == ["10.0.100.14"]
-    assert reader._node(streams[("file", "nccl.log")], [], {}) == "d-9-11-1"
+    (stream,) = rank_streams(nccl, Layout())
+    assert (stream.rank, stream.hosts) == (0, ["d-9-11-1"])
+    assert AttemptReader(classifier)._node(stream, [], {}) == "d-9-11-1"
 
 
 def test_layout_from_the_attempt_facts() -> None:
@@ -199,3 +200,14 @@ def test_what_the_launchers_say() -> None:
     mpirun = [r for r in reports(lines("mpirun_tag_output.log")) if r.by == "mpirun"]
     assert [(r.rank, r.root) for r in mpirun] == [(2, True)]
     assert _task_list("1,3-5") == [1, 3, 4, 5]
+
+
+def test_nccl_processes_and_c10d_ranks_in_public_logs(classifier: Classifier) -> None:
+    # Two NCCL processes on one host: the one whose CUDA calloc failed (device 3) started it,
+    # the other only saw its peer close the socket (github.com/NVIDIA/nccl/issues/1235).
+    oom = read_attempt(classifier, [ROOT / "samples" / "gpu_oom--nccl_p2p_setup_cuda_oom.log"])
+    assert oom.classification.reason == "gpu_oom"
+    assert oom.origin is not None and (oom.origin.node, oom.origin.gpu, oom.origin.line) == ("ng30903", 3, 14)
+    # c10d's "[Rank 1]" in the message names the rank (samples/*.url says where it is from).
+    ecc = read_attempt(classifier, [ROOT / "samples" / "gpu_ecc_error--kohya_ddp_ecc_nccl_watchdog.log"])
+    assert ecc.classification.reason == "gpu_ecc_error" and ecc.origin is not None and ecc.origin.rank == 1
