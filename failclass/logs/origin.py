@@ -104,9 +104,10 @@ class AttemptReader:
         known (from the logs and the launcher's table) that reported no failure: the others
         waited on it."""
         spoke = {s.rank for s, _ in candidates}
-        first = next((r for r in reports if r.root or r.by == "mpirun"), None)
+        named = [r for r in reports if r.root or r.by == "mpirun"]  # each torchrun agent names its node's first
+        first = min(named, key=lambda r: (r.time if r.time is not None else float("inf"), r.rank in spoke), default=None)
         if first is not None and first.rank not in spoke:
-            return first, f"{first.by} saw it fail first ({first.exit_code or 'exit'}); its own log names no failure"
+            return first, f"{first.by} saw it fail first ({first.exit_code or 'exit'}); no line of its rank names a failure"
         known = {r.rank: r for r in reports if r.by == "torchrun"}
         quiet = [r for rank, r in known.items() if rank not in spoke]
         if top == PEER and len(quiet) == 1 and len(spoke) >= 2:
