@@ -98,6 +98,7 @@ class Tag:
 
     rank: int | None = None  # global rank
     local: int | None = None  # local rank under torchrun's role
+    role: str | None = None
     task: int | None = None  # srun task
     host: str | None = None
     pid: int | None = None  # Ray's worker process
@@ -163,37 +164,57 @@ def _numbered(paths: Sequence[str]) -> dict[str, int]:
     return {path: n for members in groups.values() if len(members) > 1 for path, n in members}
 
 
-def _host_prefixes(lines: Sequence[str], layout: Layout) -> frozenset[str]:
-    """Tokens that prefix this file's lines as pdsh writes a host: known nodes, or a name
-    with a digit, dot or dash that starts at least a fifth of the lines (an exception's
-    name, ``RuntimeError: ``, is not one)."""
-    counts: dict[str, int] = defaultdict(int)
+@dataclass(frozen=True)
+class Labels:
+    """The prefixes a file's lines carry that could be something else at a line's start
+    (``100: `` a user's print, ``RuntimeError: `` an exception, ``[step3]: ``): srun's task
+    labels, torchrun's role names and pdsh's hosts, each counted only where it starts at
+    least a fifth of the file's lines (a launcher labels every line), or names a node of
+    the facts. None: any (the first pass that counts them)."""
+
+    srun: bool = True
+    roles: frozenset[str] | None = None
+    hosts: frozenset[str] | None = None
+
+
+def _labels(lines: Sequence[str], layout: Layout) -> Labels:
+    srun = 0
+    roles: dict[str, int] = defaultdict(int)
+    hosts: dict[str, int] = defaultdict(int)
     for line in lines:
-        if (match := _HOST.match(line)) and not match.group(1).isdigit():
-            counts[match.group(1)] += 1
-    filled = sum(1 for line in lines if line.strip()) or 1
-    return frozenset(
-        token
-        for token, count in counts.items()
-        if token in layout.nodes
-        or (re.search(r"[\d.-]", token) and not re.search(r"(?:Error|Exception|Warning)$", token) and count * 5 >= filled)
+        tag, _ = _parse(line, Tag(), Labels())
+        srun += tag.task is not None
+        if tag.role is not None:
+            roles[tag.role] += 1
+        if tag.host is not None and tag.pid is None:
+            hosts[tag.host] += 1
+    most = (sum(1 for line in lines if line.strip()) or 1) / 5
+    return Labels(
+        srun >= most,
+        frozenset(role for role, count in roles.items() if count >= most),
+        frozenset(
+            host
+            for host, count in hosts.items()
+            if host in layout.nodes
+            or (re.search(r"[\d.-]", host) and not re.search(r"(?:Error|Exception|Warning)$", host) and count >= most)
+        ),
     )
 
 
-def _parse(line: str, base: Tag, hosts: frozenset[str]) -> tuple[Tag, str]:
+def _parse(line: str, base: Tag, labels: Labels) -> tuple[Tag, str]:
     """The line's tag (its file's, refined by its prefixes) and the text after them."""
     tag = replace(base)
     rest = line
     while True:
         if (m := _MPIRUN.match(rest) or _TORCH_RANK.match(rest)) is not None:
             tag.rank = int(m.group(1))
-        elif (m := _ELASTIC_ROLE.match(rest)) is not None and tag.local is None:
-            tag.local = int(m.group(2))
+        elif (m := _ELASTIC_ROLE.match(rest)) is not None and tag.local is None and _among(m.group(1), labels.roles):
+            tag.role, tag.local = m.group(1), int(m.group(2))
         elif (m := _RAY.match(rest)) is not None:
             tag.pid, tag.host = int(m.group(1)), m.group(2) or tag.host
-        elif (m := _SRUN.match(rest)) is not None and tag.task is None and tag.rank is None and tag.local is None:
+        elif (m := _SRUN.match(rest)) is not None and labels.srun and tag.task is None and tag.rank is tag.local is None:
             tag.task = int(m.group(1))
-        elif (m := _HOST.match(rest)) is not None and m.group(1) in hosts:
+        elif (m := _HOST.match(rest)) is not None and not m.group(1).isdigit() and _among(m.group(1), labels.hosts):
             tag.host = m.group(1)
         else:
             if (m := NCCL_PROCESS.match(rest)) is not None and tag.pid is None:
@@ -204,15 +225,19 @@ def _parse(line: str, base: Tag, hosts: frozenset[str]) -> tuple[Tag, str]:
         rest = rest[m.end() :]
 
 
+def _among(token: str, allowed: frozenset[str] | None) -> bool:
+    return allowed is None or token in allowed
+
+
 def rank_streams(files: Mapping[str, Sequence[str]], layout: Layout) -> list[Stream]:
     """Every file's lines, in per-rank streams (ordered as read within each file)."""
     numbered = _numbered(list(files))
     tagged: list[tuple[Tag, Line]] = []
     for path, lines in files.items():
         base = _file_tag(path, layout, numbered)
-        hosts = _host_prefixes(lines, layout)
+        labels = _labels(lines, layout)
         for number, raw in enumerate(lines, 1):
-            tag, text = _parse(raw, base, hosts)
+            tag, text = _parse(raw, base, labels)
             if tag.task is not None and base.task is None:
                 tag.context = f"{path}#task{tag.task}"
             elif tag.host is not None and base.host is None:

@@ -15,7 +15,7 @@ from failclass.errors import ConfigError
 from failclass.history import Failure
 from failclass.logs.launchers import _task_list, reports
 from failclass.logs.origin import AttemptReader, peer_reasons, read_attempt
-from failclass.logs.ranks import Layout, Line, Tag, _host_prefixes, _parse, rank_streams, read_lines, time_of
+from failclass.logs.ranks import Labels, Layout, Line, Tag, _labels, _parse, rank_streams, read_lines, time_of
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.policy.decide import implicated_nodes
 
@@ -117,16 +117,16 @@ def test_prefixes_of_launchers_not_run_here() -> None:
         "gpu1505: [2023-03-24 10:26:51,118] [INFO] [launch.py:142:main] WORLD INFO DICT: {'gpu1504': [0], 'gpu1505': [0]}",
         "RuntimeError: NCCL error in: /root/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, unhandled system error",
     ]
-    hosts = _host_prefixes(pdsh, Layout())
-    assert hosts == {"gpu1504", "gpu1505"}  # an exception's name is no host
-    tag, rest = _parse(pdsh[0], Tag(), hosts)
+    labels = _labels(pdsh, Layout())
+    assert labels.hosts == {"gpu1504", "gpu1505"}  # an exception's name is no host
+    tag, rest = _parse(pdsh[0], Tag(), labels)
     assert tag.host == "gpu1504" and rest.startswith("[2023-03-24") and time_of(rest) is not None
     # Ray's worker prefix and Ray Train's rank (github.com/ray-project/ray/issues/23060).
     ray = "(BaseWorkerMixin pid=25342, ip=10.0.100.14) 2022-03-11 01:47:25,982\tINFO torch.py:66 -- Setting up process group for: env:// [rank=1, world_size=5]"
-    tag, rest = _parse(ray, Tag(), frozenset())
+    tag, rest = _parse(ray, Tag(), Labels())
     assert (tag.pid, tag.host) == (25342, "10.0.100.14") and rest.startswith("2022-03-11")
     # mpirun inside srun inside torch: each prefix peeled in turn.
-    tag, rest = _parse("0: [default1]:[rank5]: Traceback (most recent call last):", Tag(), frozenset())
+    tag, rest = _parse("0: [default1]:[rank5]: Traceback (most recent call last):", Tag(), Labels())
     assert (tag.task, tag.local, tag.rank, rest) == (0, 1, 5, "Traceback (most recent call last):")
 
 
@@ -211,3 +211,16 @@ def test_nccl_processes_and_c10d_ranks_in_public_logs(classifier: Classifier) ->
     # c10d's "[Rank 1]" in the message names the rank (samples/*.url says where it is from).
     ecc = read_attempt(classifier, [ROOT / "samples" / "gpu_ecc_error--kohya_ddp_ecc_nccl_watchdog.log"])
     assert ecc.classification.reason == "gpu_ecc_error" and ecc.origin is not None and ecc.origin.rank == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "srun", "roles"),
+    [
+        ("torchrun_interleaved.log", False, set()),
+        ("srun_label.out", True, set()),
+        ("torchrun_tee_two_causes.log", False, {"default"}),
+    ],
+)
+def test_labels_counted_where_a_launcher_put_them(name: str, srun: bool, roles: set[str]) -> None:
+    labels = _labels(read_lines(DATA / name), Layout())
+    assert (labels.srun, labels.roles, labels.hosts) == (srun, roles, frozenset())
