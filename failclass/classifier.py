@@ -10,10 +10,11 @@ from typing import BinaryIO
 from failclass.contracts import Classification, Evidence, Rival, Source
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import TailLines, names_no_cause, segment
+from failclass.logs.region import TailLines, segment
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Hit, Matcher, ScanResult
-from failclass.matching.rootcause import SURVIVED, Candidate, Ranking, rank
+from failclass.matching.roles import Role
+from failclass.matching.rootcause import Candidate, Ranking, SetAside, rank
 from failclass.matching.rules import RuleSet, load_rules
 from failclass.matching.structure import StructureMatcher
 from failclass.matching.taxonomy import NO_SIGNATURE
@@ -28,6 +29,7 @@ from failclass.model.artifact import LoadedModel
 # why), named it, "No signature" is almost always wrong: the model then speaks from this
 # confidence on, below its own threshold.
 NO_RULE_THRESHOLD = 0.15
+SIGNATURE_STRENGTH = {Role.CAUSE: 3, Role.CONSEQUENCE: 3, Role.HINT: 1, Role.GENERIC: 1}  # the model's answer: 2, none: 0
 MODEL_WHY = (
     "No rule matched; the fallback model read the end of the log and found it most like this reason's logs. "
     "Check the evidence line before acting on it, and correct it with `failclass label` if it is wrong."
@@ -64,14 +66,20 @@ class Examination:
 
 class Classifier:
     """Rules compiled once (and the fallback model, if given), then any number of logs
-    classified. An explicit signature always wins; the model answers only when no
-    explicit one matched and it is at least as confident as its threshold; below that
-    the implicit signature (a consequence such as a bare traceback) or "No signature"
-    stands. A model answer does not replace an implicit signature when it names the same
-    reason (the rule's evidence explains more) or a reason that is itself only a
-    consequence (one that no explicit rule names): it would add nothing. Nor does it answer
-    where the log reports an end that names no cause (a time limit, a SIGTERM from outside,
-    a cloud wrapper) and only generic rules matched, from that end on: that is No signature."""
+    classified, in three steps (the roles are failclass.matching.roles'):
+
+    1. the signatures: a winning rule that names a cause answers at once;
+    2. the no-cause pass: where the winner is generic, the generic rules that saw only an
+       end without a failure (an end reported without its cause, a log that went on after
+       them) are set aside;
+    3. the model's guess, where it is at least as confident as its threshold (or, where the
+       log shows a failure that nothing or only a generic rule named, NO_RULE_THRESHOLD):
+       it replaces a winner that names no cause unless it names the same reason (the rule's
+       evidence explains more), a consequence reason (it would add nothing) or what a rule
+       ranked below the winner found after it. It does not answer where only an end
+       without a cause was left, nor over a run cut off mid-training: No signature.
+
+    Otherwise the winner, or "No signature", stands."""
 
     def __init__(
         self, ruleset: RuleSet | None = None, extra_rule_dirs: Iterable[Path] = (), model: LoadedModel | None = None
@@ -80,8 +88,8 @@ class Classifier:
         self.matcher = Matcher(self.ruleset)
         self.structure = StructureMatcher(self.ruleset)
         self.rules = self.ruleset.by_id()
+        self.roles = self.ruleset.roles.of
         self.model = model
-        self.consequences = self.ruleset.consequence_reasons() | self.ruleset.taxonomy.consequences()
 
     def classify_path(self, path: Path) -> Classification:
         with open_log(path) as stream:
@@ -119,9 +127,10 @@ class Classifier:
         return best_path, Examination(best.classification, progress)
 
     def strength(self, result: Classification) -> tuple[int, float]:
-        """How strongly a classification speaks: explicit signature, model, implicit, none."""
+        """How strongly a classification speaks: explicit signature (a cause or a consequence),
+        model, implicit (a hint, a generic rule), none; then confidence."""
         if result.source == "signature" and result.rule_id is not None:
-            rank = 3 if self.rules[result.rule_id].kind == "explicit" else 1
+            rank = SIGNATURE_STRENGTH[self.roles[result.rule_id]]
         else:
             rank = 2 if result.source == "model" else 0
         return rank, result.confidence
@@ -134,63 +143,73 @@ class Classifier:
     def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
         scan = self.matcher.scan(tail.watch(reader))
         found = (*scan.hits, *self.structure.hits(tail, scan.lines))
-        ranking = rank(found, self.rules)
-        if ranking.winner is not None and self._names_cause(ranking.winner):
+        ranking = rank(found, self.rules, self.roles)
+        if ranking.winner is not None and ranking.winner.role is Role.CAUSE:  # 1. the signatures
             return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
-        generic = ranking.winner is not None and ranking.winner.rule.generic
-        lines = TailLines.of(tail.numbered_lines(scan.lines)) if generic or self.model is not None else None
-        if generic and lines is not None:
-            ranking = self._without_ended_generics(found, ranking, lines)
-        winner = ranking.winner
-        guess = None if lines is None else self._guess(lines, ranking)
-        if guess is not None and (winner is None or self._overrules(guess, winner, ranking)):
-            others = ranking.others
-            if winner is not None:
-                beaten = f"a consequence only; the model is {guess.confidence:.2f} confident of {guess.reason}"
-                others = ((winner, beaten), *others)
-            return self._classification(
-                guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, reader.bytes_read, others
-            )
-        if winner is not None:
-            return self._signature(winner, scan, reader.bytes_read, ranking)
+        lines = self._tail_lines(tail, scan, ranking)
+        ranking = self._without_ended_generics(found, ranking, lines)  # 2. the no-cause pass
+        guess = self._overruling_guess(lines, ranking)  # 3. the model's guess
+        if guess is not None:
+            return self._model_answer(guess, ranking, scan, reader.bytes_read)
+        if ranking.winner is not None:
+            return self._signature(ranking.winner, scan, reader.bytes_read, ranking)
         return self._classification(NO_SIGNATURE, "none", None, 0.0, (), scan, reader.bytes_read, ranking.others)
 
-    def _names_cause(self, winner: Candidate) -> bool:
-        """Whether the winning rule names a root cause (explicit, of a reason that is not a
-        consequence): it answers at once, neither the model nor the log's end can change it."""
-        return winner.rule.kind == "explicit" and winner.rule.reason not in self.consequences
+    def _tail_lines(self, tail: Tail, scan: ScanResult, ranking: Ranking) -> TailLines | None:
+        """The log's last lines, where the next steps read them: a generic winner's (the
+        no-cause pass) or the model's; None where neither does."""
+        if self.model is None and not _generic(ranking.winner):
+            return None
+        return TailLines.of(tail.numbered_lines(scan.lines), self.ruleset.endings)
 
-    def _overrules(self, guess: ModelGuess, winner: Candidate, ranking: Ranking) -> bool:
-        """Whether the model's guess replaces an implicit winner: not when it names the winner's
-        reason or a consequence, nor when it names what a rule found printed after the winner
-        and ranked below it (the model reads the end of the log, where the consequences are:
-        an NCCL timeout after a rank's exception only echoes it)."""
-        if guess.reason in self.consequences | {winner.rule.reason}:
-            return False
-        return not any(loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others)
-
-    def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines) -> Ranking:
-        """The ranking without the generic rules (a bare traceback, a clean-up) that saw only
-        an end without a failure: an end reported without a cause (see _end_without_cause),
-        or a log that went on after them and ends recording no failure (a traceback the job
-        survived, then a kill from outside)."""
+    def _without_ended_generics(self, found: tuple[Hit, ...], ranking: Ranking, lines: TailLines | None) -> Ranking:
+        """The no-cause pass: where the winner is generic, the ranking without the generic
+        rules (a bare traceback, a clean-up) that saw only an end without a failure: an end
+        reported without a cause (see _end_without_cause), or a log that went on after them
+        and ends recording no failure (a traceback the job survived, then a kill from outside)."""
+        if lines is None or not _generic(ranking.winner):
+            return ranking
         if (start := self._end_without_cause(ranking, lines)) is not None:
-            return rank(found, self.rules, lambda candidate: candidate.first.line >= start)
+            return rank(found, self.rules, self.roles, (SetAside.END_WITHOUT_CAUSE, lambda c: c.first.line >= start))
         if not lines.shows_failure:
             ending = lines.ending_line
-            return rank(found, self.rules, lambda candidate: candidate.hits[-1].line < ending, SURVIVED)
+            return rank(found, self.rules, self.roles, (SetAside.SURVIVED, lambda c: c.hits[-1].line < ending))
         return ranking
 
-    @staticmethod
-    def _end_without_cause(ranking: Ranking, lines: TailLines) -> int | None:
+    def _end_without_cause(self, ranking: Ranking, lines: TailLines) -> int | None:
         """The line from which the log reports an end that names no cause: a generic rule's
         own match there (SageMaker's client wrapper, torchrun's SignalException for SIGTERM)
         sets aside every generic rule; otherwise such a line among the last lines (a time
         limit, torchrun told to stop) sets aside those that matched from it on."""
-        generic = [c for c in (ranking.winner, *(c for c, _ in ranking.others)) if c is not None and c.rule.generic]
-        if any(names_no_cause(hit.text) for candidate in generic for hit in candidate.hits):
+        everyone = (ranking.winner, *(c for c, _ in ranking.others))
+        generic = [c for c in everyone if c is not None and c.role is Role.GENERIC]
+        if any(self.ruleset.endings.names_no_cause(segment(hit.text)) for candidate in generic for hit in candidate.hits):
             return 0
         return lines.first_end_without_cause()
+
+    def _overruling_guess(self, lines: TailLines | None, ranking: Ranking) -> ModelGuess | None:
+        """The model's guess where it answers instead of the winner (or of no winner)."""
+        guess = None if lines is None else self._guess(lines, ranking)
+        if guess is None or (ranking.winner is not None and not self._overrules(guess, ranking.winner, ranking)):
+            return None
+        return guess
+
+    def _overrules(self, guess: ModelGuess, winner: Candidate, ranking: Ranking) -> bool:
+        """Whether the model's guess replaces a winner that names no cause: not when it names
+        the winner's reason or a consequence, nor when it names what a rule found printed after
+        the winner and ranked below it (the model reads the end of the log, where the
+        consequences are: an NCCL timeout after a rank's exception only echoes it)."""
+        if guess.reason in self.ruleset.roles.consequences | {winner.rule.reason}:
+            return False
+        return not any(loser.rule.reason == guess.reason and loser.first.line > winner.first.line for loser, _ in ranking.others)
+
+    def _model_answer(self, guess: ModelGuess, ranking: Ranking, scan: ScanResult, size: int) -> Classification:
+        """The model's answer, the winner it replaced (if any) first among the others."""
+        others = ranking.others
+        if ranking.winner is not None:
+            beaten = f"a consequence only; the model is {guess.confidence:.2f} confident of {guess.reason}"
+            others = ((ranking.winner, beaten), *others)
+        return self._classification(guess.reason, "model", None, guess.confidence, (guess.evidence,), scan, size, others)
 
     def _guess(self, lines: TailLines, ranking: Ranking) -> ModelGuess | None:
         """The model's answer from the end of a log, if it names a failure confidently: at
@@ -200,7 +219,7 @@ class Classifier:
         (no rule named a failure, none of the last lines says one, some report progress):
         both are No signature."""
         winner = ranking.winner
-        unspecific = winner is None or winner.rule.generic  # nothing, or only "it failed"
+        unspecific = winner is None or _generic(winner)  # nothing, or only "it failed"
         if self.model is None or (ranking.set_aside and winner is None):
             return None
         shown = not unspecific or lines.shows_failure
@@ -255,3 +274,8 @@ class Classifier:
             lines=scan.lines,
             also_matched=also,
         )
+
+
+def _generic(candidate: Candidate | None) -> bool:
+    """Whether a candidate is there and only says that the program failed."""
+    return candidate is not None and candidate.role is Role.GENERIC

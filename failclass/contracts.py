@@ -123,13 +123,13 @@ class Decision:
     """What the scheduler should do with a failed attempt or a stopped submission, and why."""
 
     action: Action
-    explanation: Explanation
     mode: Mode = "enforce"
     enforced: bool = True  # mode == "enforce": an audit decision is reported, not acted on
     backoff_seconds: float | None = None
     exclude_nodes: tuple[str, ...] = ()
     avoid_gpu_types: tuple[str, ...] = ()
     memory_factor: float | None = None
+    explanation: Explanation = dataclasses.field(kw_only=True)
     effects: Effects = dataclasses.field(default_factory=Effects)
 
     def in_mode(self, mode: Mode) -> Decision:

@@ -14,23 +14,6 @@ import pytest
 from failclass.classifier import Classifier
 
 ROOT = Path(__file__).resolve().parent.parent
-# End-to-end tests that start real systems (Slurm daemons, uvicorn, Dask clusters, killed
-# runs, multi-GB inputs): marked `e2e`; `pytest -m "not e2e"` leaves them out.
-END_TO_END = (
-    "adapters/test_slurm.py",
-    "adapters/test_slurm_idle.py",
-    "service/",
-    "batch/",
-    "cli/test_hostile_input.py",
-    "packaging/",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        relative = Path(str(item.path)).relative_to(Path(__file__).parent).as_posix()
-        if relative.startswith(END_TO_END):
-            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def batch(
     """Classify every attempt in directories and archives (tar, zip, gz, zst) of logs;
     SOURCES are local paths or fsspec URLs."""
     from failclass.analytics.records import manifest_rows
-    from failclass.batch.runner import DEFAULT_ID_PATTERN, dask_executor, manifest_maps, run_batch, write_parquet
+    from failclass.batch import executors, ids, output, runner
 
     missing = [s for s in sources if "://" not in s and not Path(s).exists()]
     if missing:
@@ -59,31 +59,31 @@ def batch(
     facts = owners = None
     if manifest is not None:
         try:
-            facts, owners = manifest_maps(dict(row) for _, row in manifest_rows(manifest))
+            facts, owners = ids.manifest_maps(dict(row) for _, row in manifest_rows(manifest))
         except InputError as exc:
             input_failure(ctx, exc)
             return
     try:
         with progress("classifying", "attempts") as advance:
-            summary = run_batch(
+            summary = runner.run_batch(
                 list(sources),
                 out,
                 processes,
-                id_pattern or DEFAULT_ID_PATTERN,
+                id_pattern or ids.DEFAULT_ID_PATTERN,
                 facts,
                 owners,
                 options=options(ctx),
-                executor=(lambda: dask_executor(scheduler)) if executor == "dask" and scheduler else None,
+                executor=(lambda: executors.dask_executor(scheduler)) if executor == "dask" and scheduler else None,
                 on_progress=advance,
             )
     except InputError as exc:
         input_failure(ctx, exc)
         return
-    parquet = write_parquet(out) if (out / "results.jsonl").exists() else None
+    parquet = output.write_parquet(out) if (out / output.RESULTS).exists() else None
     skipped = f" ({summary.not_logs:,} other files skipped: not named like logs)" if summary.not_logs else ""
     click.echo(
         f"{summary.attempts:,} attempts classified ({summary.skipped_done:,} already done), {summary.members:,} logs{skipped}, "
-        f"{summary.bytes / 1e6:,.1f} MB in {summary.seconds} s -> {out / 'results.jsonl'}" + (f", {parquet}" if parquet else "")
+        f"{summary.bytes / 1e6:,.1f} MB in {summary.seconds} s -> {out / output.RESULTS}" + (f", {parquet}" if parquet else "")
     )
     if manifest is not None and parquet is not None:
         click.echo(f"report: {batch_report(out)}")
@@ -102,9 +102,10 @@ def batch_report(out: Path) -> Path:
     from failclass.analytics.html import to_html
     from failclass.analytics.render import to_markdown
     from failclass.analytics.selection import Selection
+    from failclass.batch.output import RESULTS
 
     taxonomy = builtin_taxonomy()
-    analysis = analyse(FileSource([out / "results.jsonl"]), Selection(), taxonomy)
+    analysis = analyse(FileSource([out / RESULTS]), Selection(), taxonomy)
     (out / "report.md").write_text(to_markdown(analysis))
     (out / "report.html").write_text(to_html(analysis, taxonomy))
     return out / "report.html"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from failclass import __version__
 from failclass.cli.analytics import report, simulate
 from failclass.cli.batch import batch
 from failclass.cli.classify import classify
@@ -70,7 +69,7 @@ class Failclass(click.Group):
 
 
 @click.group(cls=Failclass)
-@click.version_option(__version__, prog_name="failclass")
+@click.version_option(package_name="failclass", prog_name="failclass")
 @click.option(
     "--rules-dir",
     "rules_dirs",

@@ -93,12 +93,13 @@ def rules_new(ctx: click.Context, reason: str, slug: str, folder: Path | None) -
 @rules.command("test")
 @click.pass_context
 def rules_test(ctx: click.Context) -> None:
-    """Run every rule's examples through the real engine."""
+    """Run every rule's and every ending's examples through the real engine."""
     chosen = classifier(ctx)
     count, failures = run_examples(chosen)
     for failure in failures:
         click.echo(f"FAIL {failure}")
-    click.echo(f"{len(chosen.ruleset.rules)} rules, {count} examples, {len(failures)} failures")
+    endings = len(chosen.ruleset.endings.no_cause) + len(chosen.ruleset.endings.benign)
+    click.echo(f"{len(chosen.ruleset.rules)} rules, {endings} endings, {count} examples, {len(failures)} failures")
     if failures:
         ctx.exit(EXIT_INPUT)
 

@@ -29,7 +29,7 @@ from failclass.errors import ConfigError
 from failclass.logs.launchers import Report, launcher_only, outside_tables
 from failclass.logs.launchers import reports as reports_of
 from failclass.logs.ranks import NCCL_PROCESS, Layout, Stream, rank_streams, read_lines
-from failclass.logs.region import names_no_cause
+from failclass.matching.roles import Role
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.resources import PACKAGE_DATA
 from failclass.schema import load
@@ -150,12 +150,10 @@ class AttemptReader:
             return PEER
         if classification.source == "model":
             return MODEL
-        rule = self.classifier.rules.get(classification.rule_id or "")
-        if rule is not None and rule.kind == "explicit" and classification.reason not in self.classifier.consequences:
+        if self.classifier.roles.get(classification.rule_id or "") is Role.CAUSE:
             return CAUSE
-        if any(names_no_cause(e.text) for e in classification.evidence) or any(
-            names_no_cause(line.text) for line in stream.lines[-20:]
-        ):
+        ended = self.classifier.ruleset.endings.names_no_cause
+        if any(ended(e.text) for e in classification.evidence) or any(ended(line.text) for line in stream.lines[-20:]):
             return STOPPED
         return DIED
 

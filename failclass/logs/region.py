@@ -6,6 +6,11 @@ failure are left out (they carried no signal and diluted the rest: 2 points of
 cross-validated accuracy on the corpus). A line rewritten with carriage returns (a
 progress bar) counts as its last state. Numbers and addresses are masked, so that two
 runs of one failure read the same.
+
+Whether a log's last lines record a failure is decided here too (shows_failure): a line
+in the form of a failure record, or one that says a failure in words unless the
+signatures' endings (failclass.matching.endings, signatures/endings.yaml) find it benign;
+never a line that reports an end without its cause.
 """
 
 from __future__ import annotations
@@ -13,9 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from failclass.limits import LIMITS
 from failclass.logs.facts import reports_progress
+
+if TYPE_CHECKING:
+    from failclass.matching.endings import Endings
 
 FINAL_LINES = 15
 LINE_CHARS = 400
@@ -35,23 +44,7 @@ FAILURE_WORDS = re.compile(
     r"|unable|not found|no such|refused|timed out|core dumped|segmentation|crash(?:ed|es)?|terminat(?:ed|ing)"
     r"|evicted|preempted|nan|out of memory)\b(?!=)",
     re.IGNORECASE,
-)  # a failure said in words, as a word (not `error_rate`, `fail_fast`, `nan=0`): counts unless the line is BENIGN
-BENIGN = re.compile(
-    r"\b[A-Z]\w*Warning\b|\bWARN(?:ING)?\b|warnings\.warn"  # a warning the run goes on after
-    r"|(?i:\bno (?:errors?|failures?)\b|\b0 (?:errors|failed)\b)"  # nothing failed
-    r"|(?i:\b(?:exit|error|return) (?:code|status)\b)"  # a bare exit status: the guide's No signature
-    r"|(?i:\bentering retry loop\b)"  # an error the client retries (wandb: github.com/uzh-rpg/RVT/issues/40)
-)
-NO_CAUSE = re.compile(
-    r"cancelled at \S+ (?:due to time limit )?\*\*\*|job step aborted: waiting up to \d+ seconds"
-    r"|error for training job \S+ failed\. reason: algorithmerror: (?:executeuserscripterror:|exit code: \d+)\s*$"
-    r"|received 15 death signal, shutting down workers|signalexception: process \d+ got signal: 15\s*$"
-    r"|srun: (?:force terminated job \d+|terminating job step \S+)\s*$|srun: error: \S+: tasks? [\d,-]+: terminated\s*$"
-)  # Slurm ending a job on its time limit or a cancellation that names no cause (and srun
-# stopping the step's tasks then: github.com/hafs-community/HAFS/issues/101,
-# github.com/desihub/desitarget/issues/628), torchrun told to stop by a SIGTERM from
-# outside, and SageMaker's client reporting that the training job failed without its
-# cause: the guide files these as No signature, so they are no failure line either
+)  # a failure said in words, as a word (not `error_rate`, `fail_fast`, `nan=0`): counts unless the line is benign
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")
@@ -88,11 +81,12 @@ class TailLines:
     numbered: list[tuple[int, str]]  # (line number in the log, text)
     texts: list[str]
     region: list[int]  # indices into texts of the failure region
+    endings: Endings  # what its last lines say of how the run ended
 
     @classmethod
-    def of(cls, numbered: list[tuple[int, str]]) -> TailLines:
+    def of(cls, numbered: list[tuple[int, str]], endings: Endings) -> TailLines:
         texts = [text for _, text in numbered]
-        return cls(numbered, texts, region_indices(texts))
+        return cls(numbered, texts, region_indices(texts), endings)
 
     @property
     def ending(self) -> list[int]:
@@ -107,7 +101,7 @@ class TailLines:
     @property
     def shows_failure(self) -> bool:
         """Whether one of the log's last lines says that something failed (see shows_failure)."""
-        return shows_failure([self.texts[i] for i in self.ending])
+        return shows_failure([self.texts[i] for i in self.ending], self.endings)
 
     @property
     def training_to_the_end(self) -> bool:
@@ -117,23 +111,17 @@ class TailLines:
 
     def first_end_without_cause(self) -> int | None:
         """The line number of the first of the last lines that reports an end naming no cause."""
-        return next((self.numbered[i][0] for i in self.ending if names_no_cause(self.texts[i])), None)
+        return next((self.numbered[i][0] for i in self.ending if self.endings.names_no_cause(segment(self.texts[i]))), None)
 
 
-def names_no_cause(line: str) -> bool:
-    """Whether a line is one of those that report an end without its cause (see NO_CAUSE)."""
-    return NO_CAUSE.search(segment(line).lower()) is not None
-
-
-def shows_failure(lines: Sequence[str]) -> bool:
+def shows_failure(lines: Sequence[str], endings: Endings) -> bool:
     """Whether some line says that something failed (FAILURE_RECORD, or FAILURE_WORDS on a
-    line that is not BENIGN) other than
-    an end reported without a cause (principle 6 of the labelling guide: a log with no
-    failure line at all is "No signature")."""
+    line that the endings do not find benign) other than an end reported without a cause
+    (principle 6 of the labelling guide: a log with no failure line at all is "No signature")."""
     for line in lines:
         text = segment(line)
-        said = FAILURE_RECORD.search(text) or (FAILURE_WORDS.search(text) and not BENIGN.search(text))
-        if said and not NO_CAUSE.search(text.lower()):
+        said = FAILURE_RECORD.search(text) or (FAILURE_WORDS.search(text) and not endings.is_benign(text))
+        if said and not endings.names_no_cause(text):
             return True
     return False
 

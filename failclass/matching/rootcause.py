@@ -14,19 +14,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 from failclass.matching.matcher import Hit
+from failclass.matching.roles import Role
 from failclass.matching.rules import Rule
 
-WRAPPER = "generic, and the log reports an end that names no cause (No signature)"
-SURVIVED = "generic, and the log goes on after it and ends recording no failure (No signature)"
+
+class SetAside(Enum):
+    """Why a log's generic candidates were set aside; the value is what ``--explain`` says."""
+
+    END_WITHOUT_CAUSE = "generic, and the log reports an end that names no cause (No signature)"
+    SURVIVED = "generic, and the log goes on after it and ends recording no failure (No signature)"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A rule that matched, with its hits in log order."""
+    """A rule that matched, with its role and its hits in log order."""
 
     rule: Rule
+    role: Role
     hits: tuple[Hit, ...]
 
     @property
@@ -40,19 +47,23 @@ class Candidate:
 @dataclass(frozen=True)
 class Ranking:
     winner: Candidate | None
-    others: tuple[tuple[Candidate, str], ...]
+    losers: tuple[tuple[Candidate, str], ...]  # with why each lost to the winner
+    set_aside: tuple[tuple[Candidate, SetAside], ...] = ()  # generic candidates that saw only an end without a failure
 
     @property
-    def set_aside(self) -> bool:
-        """Whether generic rules were set aside: they saw only an end without a failure."""
-        return any(why in (WRAPPER, SURVIVED) for _, why in self.others)
+    def others(self) -> tuple[tuple[Candidate, str], ...]:
+        """Every candidate but the winner, with why, as ``--explain`` shows them."""
+        return self.losers + tuple((candidate, why.value) for candidate, why in self.set_aside)
 
 
-def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule]) -> list[Candidate]:
+def candidates(hits: tuple[Hit, ...], rules: dict[str, Rule], roles: dict[str, Role]) -> list[Candidate]:
     grouped: dict[str, list[Hit]] = {}
     for hit in hits:
         grouped.setdefault(hit.rule_id, []).append(hit)
-    return [Candidate(rules[rule_id], tuple(sorted(group, key=lambda h: h.offset))) for rule_id, group in grouped.items()]
+    return [
+        Candidate(rules[rule_id], roles[rule_id], tuple(sorted(group, key=lambda h: h.offset)))
+        for rule_id, group in grouped.items()
+    ]
 
 
 def why_lost(loser: Candidate, winner: Candidate) -> str:
@@ -67,16 +78,19 @@ def why_lost(loser: Candidate, winner: Candidate) -> str:
 
 
 def rank(
-    hits: tuple[Hit, ...], rules: dict[str, Rule], aside: Callable[[Candidate], bool] | None = None, why: str = WRAPPER
+    hits: tuple[Hit, ...],
+    rules: dict[str, Rule],
+    roles: dict[str, Role],
+    aside: tuple[SetAside, Callable[[Candidate], bool]] | None = None,
 ) -> Ranking:
-    """The winner and the losers with why; the generic rules that ``aside`` picks (those
-    that saw only an end reported without a cause, or that the log went on after) are set
-    aside, for ``why``."""
-    found = candidates(hits, rules)
-    set_aside = [c for c in found if aside is not None and c.rule.generic and aside(c)]
-    void = tuple((c, why) for c in set_aside)
-    ordered = sorted((c for c in found if c not in set_aside), key=Candidate.order_key)
+    """The winner and the losers with why; with ``aside`` (why, which), the generic
+    candidates it picks (those that saw only an end reported without a cause, or that the
+    log went on after) are set aside, for that why."""
+    found = candidates(hits, rules, roles)
+    void = tuple((c, aside[0]) for c in found if aside is not None and c.role is Role.GENERIC and aside[1](c))
+    voided = [c for c, _ in void]
+    ordered = sorted((c for c in found if c not in voided), key=Candidate.order_key)
     if not ordered:
-        return Ranking(None, void)
+        return Ranking(None, (), void)
     winner = ordered[0]
-    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]) + void)
+    return Ranking(winner, tuple((loser, why_lost(loser, winner)) for loser in ordered[1:]), void)

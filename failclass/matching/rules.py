@@ -22,8 +22,11 @@ import yaml
 from failclass import __version__
 from failclass.errors import RuleError
 from failclass.matching import cache
+from failclass.matching.endings import ENDINGS_FILE, Endings, load_endings
+from failclass.matching.examples import SOURCE, Example
 from failclass.matching.exceptions import ExceptionPattern, parse_exception
 from failclass.matching.patterns import Prefix, expand, line_start, load_prefixes
+from failclass.matching.roles import Roles, derive_roles
 from failclass.matching.safety import lint_pattern, regexes
 from failclass.matching.taxonomy import BUILTIN_DIR, NO_SIGNATURE, Reason, Taxonomy, builtin_taxonomy
 from failclass.resources import user_data_dir
@@ -32,18 +35,12 @@ from failclass.yamlload import SafeLoader
 KINDS = ("explicit", "implicit")
 DEFAULT_PRIORITY = {"explicit": 50, "implicit": 10}
 RULE_ID = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
-SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")
 RULES_DIR_ENV = "FAILCLASS_RULES_DIR"
 UNSAFE_RULES_ENV = "FAILCLASS_UNSAFE_RULES"  # refuse (default) or warn
-CACHE_FORMAT = 1  # of a cached rule set: raise it when _encoded changes
-LOADER = ("exceptions.py", "patterns.py", "rules.py", "safety.py", "taxonomy.py", "../schema.py")  # code shaping a rule set
-
-
-@dataclass(frozen=True)
-class Example:
-    text: str
-    source: str | None
-    classify_as: str | None = None
+CACHE_FORMAT = 2  # of a cached rule set: raise it when _encoded changes
+# the modules whose code shapes a rule set too
+LOADER = ("endings.py", "examples.py", "exceptions.py", "patterns.py", "rules.py", "safety.py", "taxonomy.py", "../schema.py")
+RESERVED = ("taxonomy.yaml", "prefixes.yaml", ENDINGS_FILE)  # data files of a rules folder that hold no rules
 
 
 @dataclass(frozen=True)
@@ -65,11 +62,13 @@ class Rule:
 
 @dataclass(frozen=True, eq=False)
 class RuleSet:
-    """Every loaded rule, with the prefixes and taxonomy their patterns rely on."""
+    """Every loaded rule, with the prefixes and taxonomy their patterns rely on, and the
+    endings that decide what a log's last lines record (failclass.matching.endings)."""
 
     rules: tuple[Rule, ...]
     prefixes: tuple[Prefix, ...]
     taxonomy: Taxonomy
+    endings: Endings
 
     def expanded(self, pattern: str) -> str:
         """The pattern as the engine compiles it (see patterns.expand)."""
@@ -82,10 +81,10 @@ class RuleSet:
     def by_id(self) -> dict[str, Rule]:
         return {rule.id: rule for rule in self.rules}
 
-    def consequence_reasons(self) -> frozenset[str]:
-        """Reasons named only by implicit rules (consequences, such as a bare traceback)."""
-        explicit = {rule.reason for rule in self.rules if rule.kind == "explicit"}
-        return frozenset(rule.reason for rule in self.rules) - explicit
+    @cached_property
+    def roles(self) -> Roles:
+        """Each rule's role and the consequence reasons (failclass.matching.roles)."""
+        return derive_roles(self.rules, self.taxonomy)
 
 
 def _text(value: Any, path: str, rule_id: str | None, field: str, required: bool = True) -> str:
@@ -213,11 +212,10 @@ def load_rule_file(path: Path, taxonomy: Taxonomy) -> list[Rule]:
 
 
 def rule_files(directory: Path) -> list[Path]:
-    """The rule files of a folder: every *.yaml except the taxonomy and prefixes."""
+    """The rule files of a folder: every *.yaml except the taxonomy, prefixes and endings."""
     if not directory.is_dir():
         raise RuleError(str(directory), None, None, "rules folder does not exist")
-    reserved = {"taxonomy.yaml", "prefixes.yaml"}
-    return sorted(p for p in directory.glob("*.yaml") if p.name not in reserved)
+    return sorted(p for p in directory.glob("*.yaml") if p.name not in RESERVED)
 
 
 def default_rules_dir() -> Path | None:
@@ -274,7 +272,7 @@ def _parse_rules(dirs: list[Path]) -> tuple[RuleSet, list[str]]:
                 if directory != BUILTIN_DIR:  # the built-in rules are linted by the test suite
                     unsafe += check_safety(rule)
                 rules.append(rule)
-    return RuleSet(tuple(rules), prefixes, taxonomy), unsafe
+    return RuleSet(tuple(rules), prefixes, taxonomy, load_endings(BUILTIN_DIR / ENDINGS_FILE, taxonomy)), unsafe
 
 
 def check_safety(rule: Rule) -> list[str]:
@@ -294,14 +292,14 @@ def check_safety(rule: Rule) -> list[str]:
 
 def _cache_name(dirs: list[Path]) -> str | None:
     """The cache file of the rule set loaded from ``dirs``: named by the hash of every file
-    it is read from (taxonomy, prefixes, rule files; their paths too, which rules keep),
+    it is read from (taxonomy, prefixes, endings, rule files; their paths too, which rules keep),
     of the loader's own code and version, and of FAILCLASS_UNSAFE_RULES. None when a file
     cannot be listed or read: the load then says what is wrong."""
     digest = hashlib.sha256(f"{CACHE_FORMAT}|{__version__}|{os.environ.get(UNSAFE_RULES_ENV, 'refuse')}".encode())
     loader = [Path(__file__).parent / module for module in LOADER]
     try:
         rule_paths = [path for directory in dirs for path in rule_files(directory)]
-        for path in [*loader, BUILTIN_DIR / "taxonomy.yaml", BUILTIN_DIR / "prefixes.yaml", *rule_paths]:
+        for path in [*loader, *(BUILTIN_DIR / name for name in RESERVED), *rule_paths]:
             digest.update(f"|{path}|".encode() + hashlib.sha256(path.read_bytes()).digest())
     except (OSError, RuleError):
         return None
@@ -315,6 +313,7 @@ def _encoded(ruleset: RuleSet, unsafe: list[str]) -> bytes:
         "prefixes": [astuple(prefix) for prefix in ruleset.prefixes],
         "reasons": [astuple(reason) for reason in ruleset.taxonomy.reasons.values()],
         "categories": ruleset.taxonomy.categories,
+        "endings": astuple(ruleset.endings),
         "unsafe": unsafe,
     }
     return json.dumps(data, default=sorted).encode()  # sorted: an exception pattern's types (a frozenset)
@@ -331,7 +330,7 @@ def _decoded(payload: bytes) -> tuple[RuleSet, list[str]] | None:
             for rid, name, cats, consequence, preemption, words in data["reasons"]
         }
         known = Taxonomy(reasons, dict(data["categories"]))
-        return RuleSet(rules, prefixes, known), list(data["unsafe"])
+        return RuleSet(rules, prefixes, known, Endings.decoded(data["endings"])), list(data["unsafe"])
     except (ValueError, TypeError, KeyError):
         return None
 

@@ -19,7 +19,7 @@ class Reason:
     id: str
     name: str
     categories: tuple[str, ...]
-    consequence: bool = False  # names what followed a root cause (a fatal signal, a launcher's report)
+    consequence: bool = False  # names what followed a root cause (a fatal signal, a launcher's report): see matching.roles
     preemption: bool = False  # the scheduler took the GPUs back: a killed attempt of it is a failure
     scheduler: tuple[tuple[str, str], ...] = ()  # (scheduler, its word for an end of this reason)
 
@@ -34,10 +34,6 @@ class Taxonomy:
 
     def __contains__(self, reason_id: object) -> bool:
         return reason_id in self.reasons
-
-    def consequences(self) -> frozenset[str]:
-        """Reasons that only say how a process died: the model may name the cause instead."""
-        return frozenset(r.id for r in self.reasons.values() if r.consequence)
 
     @cached_property
     def preemptions(self) -> frozenset[str]:

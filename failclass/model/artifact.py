@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from failclass import __version__
 from failclass.errors import ModelError
 from failclass.resources import MODELS
 
@@ -83,7 +82,7 @@ def library_versions() -> dict[str, str]:
     from importlib.metadata import version
 
     return {
-        "failclass": __version__,
+        "failclass": version("failclass"),
         "scikit-learn": version("scikit-learn"),
         "numpy": version("numpy"),
         "scipy": version("scipy"),

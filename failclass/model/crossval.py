@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from failclass.classifier import Classifier
@@ -49,8 +50,8 @@ def written_from(rule: Rule, fold: int) -> bool:
 
 
 def without_fold(ruleset: RuleSet, fold: int) -> RuleSet:
-    kept = tuple(rule for rule in ruleset.rules if not written_from(rule, fold))
-    return RuleSet(kept, ruleset.prefixes, ruleset.taxonomy)
+    """The rule set less the rules written from the fold's repositories (the endings stay)."""
+    return replace(ruleset, rules=tuple(rule for rule in ruleset.rules if not written_from(rule, fold)))
 
 
 def cross_validate(

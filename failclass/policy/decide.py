@@ -124,7 +124,7 @@ def decide(attempt: Attempt, failure: Failure, history: History, config: PolicyC
 
     def made(action: Action, clause: str, message: str, counters: dict[str, Any], **extra: Any) -> Decision:
         why = Explanation(failure.reason, failure.rule_id, clause, message, counters)
-        return Decision(action, why, config.mode, config.mode == "enforce", **extra)
+        return Decision(action, config.mode, config.mode == "enforce", explanation=why, **extra)
 
     blocked = sorted(set(attempt.inputs) & set(history.blacklisted))
     if blocked:
@@ -186,9 +186,10 @@ def admit(attempt: Attempt, history: History, config: PolicyConfig, expected_rea
         why = Explanation(
             entry.reason or config.blacklisting_reason(), None, "blacklist", message, {"blacklisted_inputs": blocked}
         )
-        return Decision("reject", why).in_mode(config.mode)
+        return Decision("reject", explanation=why).in_mode(config.mode)
     repeated = sorted(set(expected_reasons) & history.held_reasons)
     if repeated:
         message = f"user {attempt.user} is on hold for {repeated[0]}, which this job failed with before"
-        return Decision("hold", Explanation(repeated[0], None, "holds", message, {"held_reasons": repeated})).in_mode(config.mode)
+        why = Explanation(repeated[0], None, "holds", message, {"held_reasons": repeated})
+        return Decision("hold", explanation=why).in_mode(config.mode)
     return None

@@ -14,7 +14,7 @@ from failclass.analytics.repetition import ReasonRepetition
 from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
 from failclass.contracts import Classification, Decision, DecisionRecord
-from failclass.store.views import AttemptView, BlacklistEntry, HoldEntry, NodeEntry
+from failclass.store.views import BlacklistEntry, HoldEntry, NodeEntry, RecordedAttempt
 
 
 class AttemptOut(BaseModel):
@@ -26,7 +26,7 @@ class AttemptOut(BaseModel):
 
 class JobOut(BaseModel):
     job_id: str
-    attempts: list[AttemptView]
+    attempts: list[RecordedAttempt]
 
 
 class DecisionsOut(BaseModel):

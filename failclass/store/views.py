@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from pydantic import JsonValue
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+from failclass.attempts import Attempt, Status
 from failclass.contracts import Classification, DecisionRecord, from_json
 from failclass.store.database import Database
 from failclass.store.models import (
@@ -33,25 +34,13 @@ from failclass.store.models import (
 DEFAULT_LIMIT = 100
 
 
-class AttemptView(TypedDict):
-    job_id: str
-    attempt: int
-    user: str
-    vc: str
-    status: str
-    submit_time: str | None
-    start_time: str | None
-    end_time: str | None
-    gpus: int
-    gpu_type: str | None
-    nodes: list[str]
-    exit_code: int | None
-    signal: int | None
-    inputs: list[str]
-    logs: list[str]
-    recorded_at: str
-    classification: Classification | None
-    decision: DecisionRecord | None
+@dataclass(frozen=True, kw_only=True)
+class RecordedAttempt(Attempt):
+    """An attempt as the store recorded it: its facts, when, and its classification and decision."""
+
+    recorded_at: datetime
+    classification: Classification | None = None
+    decision: DecisionRecord | None = None
 
 
 class BlacklistEntry(TypedDict):
@@ -113,7 +102,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 class StoreViews(Database):
-    def job(self, job_id: str) -> list[AttemptView]:
+    def job(self, job_id: str) -> list[RecordedAttempt]:
         with self.sessions() as session:
             rows = session.scalars(select(AttemptRow).where(AttemptRow.job_id == job_id).order_by(AttemptRow.attempt_no)).all()
             return [attempt_view(session, row) for row in rows]
@@ -311,26 +300,26 @@ def decision_view(row: DecisionRow) -> DecisionRecord:
     return from_json(DecisionRecord, {**row.body, **who})
 
 
-def attempt_view(session: Session, row: AttemptRow) -> AttemptView:
+def attempt_view(session: Session, row: AttemptRow) -> RecordedAttempt:
     classification = session.scalar(select(ClassificationRow).where(ClassificationRow.attempt_id == row.id))
     decision = session.scalar(select(DecisionRow).where(DecisionRow.attempt_id == row.id))
-    return AttemptView(
+    return RecordedAttempt(
         job_id=row.job_id,
         attempt=row.attempt_no,
         user=row.user,
         vc=row.vc,
-        status=row.status,
-        submit_time=_iso(row.submit_time),
-        start_time=_iso(row.start_time),
-        end_time=_iso(row.end_time),
+        status=cast(Status, row.status),
+        submit_time=row.submit_time,
+        start_time=row.start_time,
+        end_time=row.end_time,
         gpus=row.gpus,
         gpu_type=row.gpu_type,
-        nodes=list(row.nodes or ()),
+        nodes=tuple(row.nodes or ()),
         exit_code=row.exit_code,
         signal=row.signal,
-        inputs=list(row.inputs or ()),
-        logs=list(row.logs or ()),
-        recorded_at=row.recorded_at.isoformat(),
+        inputs=tuple(row.inputs or ()),
+        logs=tuple(row.logs or ()),
+        recorded_at=row.recorded_at,
         classification=from_json(Classification, classification.body) if classification else None,
         decision=decision_view(decision) if decision else None,
     )

@@ -169,7 +169,7 @@ def test_changes_are_merge_patches() -> None:
     affinity = JobChange(avoid_nodes=("gpu-7",)).merge_patch()["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gpu-7"]}]}]
-    answer = HookAnswer(Decision("hold", Explanation("cpu_oom", None, "holds", "x" * 5000)))
+    answer = HookAnswer(Decision("hold", explanation=Explanation("cpu_oom", None, "holds", "x" * 5000)))
     assert len(JobDecision.from_answer(answer).message) == 1000
 
 

@@ -42,7 +42,7 @@ def test_a_toy_adapter_gets_decisions_and_acts(tmp_path: Path) -> None:
     assert queue.actions == ["j-syntax: no_retry", "j-nccl: retry"]  # the passed one is recorded, not acted on
     assert handled[2].done == [] and handled[2].answer.action == "recorded"
     assert handled[2].answer.classification is not None and handled[2].answer.classification.reason == "syntax_error"
-    assert [a["attempt"] for a in backend.store.job("j-ok")] == [1]
+    assert [a.attempt for a in backend.store.job("j-ok")] == [1]
 
 
 def test_the_schedulers_own_evidence_outweighs_an_empty_log(tmp_path: Path) -> None:

@@ -9,21 +9,22 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import ROOT
+from failures import DATASET, examination
 from slurm_cluster import Slurm, slurm_for_tests
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
+from failclass.store.views import RecordedAttempt
 from failclass.usecases import report_attempt
+
+pytestmark = pytest.mark.e2e
 
 PYTHON = sys.executable
 TRANSIENT = ROOT / "corpora" / "scenarios" / "mpi_runtime_failure__c10d_client_connect_timeout.sh"
-DATASET = "/nonexistent/data"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def store_of(slurm: Slurm) -> Store:
     return Store.open(f"sqlite:///{slurm.base / 'failclass.db'}")
 
 
-def recorded_attempts(slurm: Slurm, job_id: str, count: int) -> list[dict[str, Any]]:
+def recorded_attempts(slurm: Slurm, job_id: str, count: int) -> list[RecordedAttempt]:
     """The job's attempts in the store, once the epilog of the last one has written."""
     deadline = time.monotonic() + 30
     while len(attempts := store_of(slurm).job(job_id)) < count and time.monotonic() < deadline:
@@ -63,8 +64,9 @@ exit 1
     output = Path(job["StdOut"]).read_text()
     assert "DistNetworkError" in output and "rerun after requeue: training finished" in output
     (first, second) = recorded_attempts(slurm, job_id, 2)
-    assert first["decision"]["action"] == "retry" and first["classification"]["reason"] == "mpi_runtime_failure"
-    assert second["status"] == "passed" and second["decision"] is None
+    assert first.decision is not None and first.decision.action == "retry"
+    assert first.classification is not None and first.classification.reason == "mpi_runtime_failure"
+    assert second.status == "passed" and second.decision is None
 
 
 def test_a_syntax_error_is_not_requeued(slurm: Slurm) -> None:
@@ -80,14 +82,14 @@ def test_a_syntax_error_is_not_requeued(slurm: Slurm) -> None:
     assert slurm.job(job_id)["JobState"] == "SPECIAL_EXIT"
     assert Path(job["StdOut"]).read_text().count("SyntaxError") == 1
     (attempt,) = store_of(slurm).job(job_id)
-    assert attempt["decision"]["explanation"]["policy_clause"] == "reasons.syntax_error.action"
-    assert attempt["exit_code"] == 1
+    assert attempt.decision is not None and attempt.decision.explanation.policy_clause == "reasons.syntax_error.action"
+    assert attempt.exit_code == 1
 
 
 def test_a_job_declaring_a_blacklisted_input_is_refused_at_submission(slurm: Slurm) -> None:
     # Four incorrect-input failures from three jobs, reported as the hook would have.
     store = store_of(slurm)
-    log = Classifier().examine_path(ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log")
+    log = examination("missing_input")
     for n, job in enumerate(("old-1", "old-1", "old-2", "old-3")):
         attempt = Attempt(job, n + 1, "root", inputs=(DATASET,))
         report_attempt(store, attempt, log, load_policy(), now=datetime.now(UTC))
@@ -98,7 +100,7 @@ def test_a_job_declaring_a_blacklisted_input_is_refused_at_submission(slurm: Slu
     )
     assert refused.returncode != 0
     assert f"failclass: reject: input {DATASET} is blacklisted" in refused.stderr
-    (admission,) = [d for d in store.decisions(action="reject") if d["kind"] == "admission"]
+    (admission,) = [d for d in store.decisions(action="reject") if d.kind == "admission"]
     assert admission["job_id"] == "uses-bad-data"
 
     admitted = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=clean-data\n#FAILCLASS inputs /data/clean\necho fine\n")

@@ -14,6 +14,8 @@ import pytest
 from conftest import ROOT
 from slurm_cluster import Slurm, slurm_for_tests
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:

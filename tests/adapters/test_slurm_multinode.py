@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -15,6 +14,7 @@ from slurm_cluster import Slurm, slurm_for_tests
 
 from failclass.adapters.slurm_jobs import hostnames
 from failclass.store.repository import Store
+from failclass.store.views import RecordedAttempt
 
 pytestmark = pytest.mark.e2e
 # A real log: RuntimeError: CUDA error: uncorrectable ECC error encountered (source in the .url beside it).
@@ -27,7 +27,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
         yield cluster
 
 
-def attempts_of(slurm: Slurm, job_id: str, count: int) -> list[dict[str, Any]]:
+def attempts_of(slurm: Slurm, job_id: str, count: int) -> list[RecordedAttempt]:
     store = Store.open(f"sqlite:///{slurm.base / 'failclass.db'}")
     deadline = time.monotonic() + 30
     while len(attempts := store.job(job_id)) < count and time.monotonic() < deadline:
@@ -52,14 +52,14 @@ srun sh -c 'if [ "$SLURMD_NODENAME" = "$BAD" ]; then sed "s/^/$SLURMD_NODENAME: 
     job_id = submitted.stdout.strip()
     job = slurm.wait_final(job_id, states=("SPECIAL_EXIT",))
     first, second = attempts_of(slurm, job_id, 2)
-    bad = first["nodes"][1]
-    assert len(first["nodes"]) == 2 and bad in slurm.nodes
-    assert first["classification"]["reason"] == "gpu_ecc_error"
-    assert first["decision"]["action"] == "retry_elsewhere" and first["decision"]["exclude_nodes"] == [bad]
+    bad = first.nodes[1]
+    assert len(first.nodes) == 2 and bad in slurm.nodes
+    assert first.classification is not None and first.classification.reason == "gpu_ecc_error"
+    assert first.decision is not None and first.decision.action == "retry_elsewhere" and first.decision.exclude_nodes == (bad,)
     assert job["JobState"] == "COMPLETED" and job["Restarts"] == "1" and job["ExcNodeList"] == bad, job
     assert job["Comment"].startswith("failclass: retry_elsewhere: gpu_ecc_error"), job
-    assert second["status"] == "passed" and bad not in second["nodes"] and len(second["nodes"]) == 2
-    assert first["nodes"][0] in second["nodes"]  # the healthy node of the first run was not excluded
+    assert second.status == "passed" and bad not in second.nodes and len(second.nodes) == 2
+    assert first.nodes[0] in second.nodes  # the healthy node of the first run was not excluded
     store = Store.open(f"sqlite:///{slurm.base / 'failclass.db'}")
     assert [entry.node if hasattr(entry, "node") else entry["node"] for entry in store.nodes(24, 1)] == [bad]
 
@@ -84,12 +84,12 @@ sleep 120
     final = slurm.wait_final(job_id, states=("SPECIAL_EXIT",))
     # Slurm requeued the job itself; the epilog read why from the node's record and said so.
     first, second = attempts_of(slurm, job_id, 2)
-    assert (first["attempt"], first["status"], second["attempt"], second["status"]) == (1, "failed", 2, "passed")
-    found = first["classification"]
+    assert (first.attempt, first.status, second.attempt, second.status) == (1, "failed", 2, "passed")
+    found = first.classification
     assert (found["reason"], found["rule_id"], found["source"]) == ("job_preempted", "slurm.node_fail", "scheduler")
     assert any(e["text"].startswith(f"NodeName={dying} State=DOWN") for e in found["evidence"]), found["evidence"]
-    assert first["decision"]["action"] == "retry"
-    assert first["decision"]["explanation"]["counters"]["failure_of_signature"] == 1
+    assert first.decision is not None and first.decision.action == "retry"
+    assert first.decision.explanation.counters["failure_of_signature"] == 1
     assert final["JobState"] == "COMPLETED" and final["Restarts"] == "1", final
     assert final["Comment"].startswith("failclass: retry: job_preempted (slurm.node_fail)"), final
-    assert dying not in second["nodes"]
+    assert dying not in second.nodes

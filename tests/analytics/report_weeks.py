@@ -29,13 +29,13 @@ ATTEMPTS = [
 # Last week (Nov 2-9): 4 attempts, 3 failed, (2+3)x1 + 240x8 = 1,925 GPU-min = 32.08 GPU-h.
 THIS_WEEK_LOST_H = round(5421 / 60, 2)
 LAST_WEEK_LOST_H = round(1925 / 60, 2)
-# A real log of each reason (from the corpus; each classifies as its reason), and of a run that passed.
-LOGS = {
-    "syntax_error": "corpora/public/syntax_error/AutoGPTQ_AutoGPTQ_57.log",
-    "mpi_runtime_failure": "corpora/public/mpi_runtime_failure/EleutherAI_lm-evaluation-harness_1404.log",
-    "job_preempted": "corpora/public/job_preempted/Azure_MachineLearningNotebooks_1242.log",
-    "gpu_oom": "corpora/public/gpu_oom/BVLC_caffe_6289.log",
-    None: "corpora/passed/runs/passed__syntax_warnings__0.log",
+# The hand-made classification (tests/failures.py) that each reason is recorded with, and a passed run's.
+MADE_FOR = {
+    "syntax_error": "syntax",
+    "mpi_runtime_failure": "nccl_timeout",
+    "job_preempted": "preempted",
+    "gpu_oom": "gpu_oom",
+    None: "passed",
 }
 
 

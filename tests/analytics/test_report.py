@@ -90,17 +90,16 @@ def test_bad_manifests_are_refused(tmp_path: Path) -> None:
 
 
 def test_report_over_the_store(tmp_path: Path) -> None:
-    from conftest import ROOT
+    from failures import examination
 
     from failclass.attempts import Attempt
-    from failclass.classifier import Classifier
     from failclass.policy.config import load_policy
     from failclass.store.repository import Store
     from failclass.usecases import report_attempt
 
     url = f"sqlite:///{tmp_path / 'f.db'}"
     store = Store.open(url)
-    examined = Classifier().examine_path(ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log")
+    examined = examination("nccl_timeout")
     for n in (1, 2):
         attempt = Attempt("job-9", n, "eve", gpus=8, start_time=T0, end_time=T0 + timedelta(minutes=90))
         report_attempt(store, attempt, examined, load_policy())

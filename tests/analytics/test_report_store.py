@@ -1,7 +1,7 @@
 """The report's filters and comparison over the store (SQLite and PostgreSQL), where the
 Selection becomes SQL: the same answers as over the manifest of the same attempts, and
 the hand counts of report_weeks.py. The attempts are recorded by the real use case, each
-with a real log of its reason (report_weeks.LOGS)."""
+with a hand-made classification of its reason (report_weeks.MADE_FOR)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
-from report_weeks import ATTEMPTS, LAST_WEEK_LOST_H, LOGS, THIS_WEEK, THIS_WEEK_LOST_H, write_manifest
+from conftest import run_cli
+from failures import examination
+from report_weeks import ATTEMPTS, LAST_WEEK_LOST_H, MADE_FOR, THIS_WEEK, THIS_WEEK_LOST_H, write_manifest
 
 from failclass.analytics.analysis import FileSource, StoreSource, analyse
 from failclass.analytics.selection import Selection, parse_comparison, parse_selection
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
@@ -35,12 +35,11 @@ SELECTIONS = [
 
 
 @pytest.fixture
-def store(database_url: str, classifier: Classifier) -> Store:
+def store(database_url: str) -> Store:
     opened = Store.open(database_url)
     policy = load_policy()
     for job, attempt, user, vc, status, start, minutes, gpus, reason in ATTEMPTS:
-        examined = classifier.examine_path(ROOT / LOGS[reason])
-        assert examined.classification.reason == (reason or "no_signature")
+        examined = examination(MADE_FOR[reason])
         facts = Attempt(job, attempt, user, vc, status, start_time=start, end_time=start + timedelta(minutes=minutes), gpus=gpus)
         report_attempt(opened, facts, examined, policy, now=start + timedelta(minutes=minutes))
     return opened

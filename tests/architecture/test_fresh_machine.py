@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+import failclass
+
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is installed by `make test` only")
 def test_the_torch_that_make_installs_is_the_cpu_build() -> None:
@@ -94,7 +96,9 @@ def test_ci_runs_the_readmes_test_command_in_a_clean_environment_then_the_lint()
     assert "env -i PATH=/usr/bin:/bin" in ci and 'HOME="$(mktemp -d)"' in ci
     assert '"${clean[@]}" make test' in ci and '"${clean[@]}" make lint' in ci
     assert "make test" in (ROOT / "README.md").read_text()
-    ignored = subprocess.run(["git", "check-ignore", "-q", "dist/failclass-0.1.0-py3-none-any.whl"], cwd=ROOT, check=False)
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f"dist/failclass-{failclass.__version__}-py3-none-any.whl"], cwd=ROOT, check=False
+    )
     assert ignored.returncode == 0, "dist/ must be ignored by git"
 
 

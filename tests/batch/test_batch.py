@@ -26,6 +26,8 @@ from failclass.limits import LIMITS
 from failclass.logs import archives
 from failclass.options import ClassifierOptions
 
+pytestmark = pytest.mark.e2e
+
 LOGS = {
     "jobs/job-a/attempt-1/stdout.log": "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log",
     "jobs/job-a/attempt-1/stderr.log": "corpora/passed/runs/train_progress_plain_0.log",
@@ -140,15 +142,25 @@ def test_bombs_stop_at_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     gz = tmp_path / "big.log.gz"
     gz.write_bytes(gzip.compress(zeros))
     for source, name in ((bomb, "bomb"), (gz, "gz")):
-        summary = run_batch(
-            [source],
-            tmp_path / f"out-{name}",
-            processes=1,
-            options=ClassifierOptions(no_model=True),
-            progress_stream=io.StringIO(),
-        )
+        summary = run_batch([source], tmp_path / f"out-{name}", processes=1, options=ClassifierOptions(no_model=True))
         assert any("larger than the limit" in p for p in summary.problems), summary.problems
     assert results(tmp_path / "out-bomb")[("job-ok", 1)] == "mpi_runtime_failure"
+
+
+def test_the_library_reports_progress_to_the_end_and_resumes(tmp_path: Path) -> None:
+    source, out = tree(tmp_path / "src"), tmp_path / "out"
+    heard: list[tuple[int, int]] = []
+    summary = run_batch(
+        [source], out, processes=1, options=ClassifierOptions(no_model=True), on_progress=lambda *n: heard.append(n)
+    )
+    assert summary.attempts == 3 and heard[-1] == (3, 3) and {total for _, total in heard} == {3}
+    assert [done for done, _ in heard] == sorted(done for done, _ in heard)
+    heard.clear()
+    again = run_batch(
+        [source], out, processes=1, options=ClassifierOptions(no_model=True), on_progress=lambda *n: heard.append(n)
+    )
+    assert (again.attempts, again.skipped_done, heard) == (0, 3, [(0, 0)])
+    assert results(out) == EXPECTED
 
 
 def test_an_enormous_single_line(tmp_path: Path) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
+
+import failclass
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)\n"
 CONTRACT_KEYS = {"path", "reason", "reason_name", "categories", "source", "rule_id", "confidence", "evidence"}
@@ -60,6 +63,13 @@ def test_explain_lists_losing_rules(tmp_path: Path) -> None:
     row = json.loads(done.stdout)
     assert row["reason"] == "gpu_oom"
     assert all("lost_because" in other for other in row["also_matched"])
+
+
+def test_the_version_is_pyprojects_number() -> None:
+    written = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert failclass.__version__ == written
+    done = run_cli("--version")
+    assert (done.returncode, done.stdout) == (0, f"failclass, version {written}\n")
 
 
 def test_usage_error_exits_2() -> None:

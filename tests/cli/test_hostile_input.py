@@ -16,6 +16,8 @@ from conftest import ROOT
 
 from failclass.limits import LIMITS
 
+pytestmark = pytest.mark.e2e
+
 DATA_MEMORY_MB = 48  # what a log may add to a run over a one-line log: two 4 MB pieces, the tail, slack
 WRAPPER = (
     "import json, resource, subprocess, sys;"
@@ -49,7 +51,6 @@ def write_random(path: Path, size: int, chunk: int = 16 << 20) -> None:
             out.write(os.urandom(chunk))
 
 
-@pytest.mark.slow
 def test_two_gigabytes_of_random_bytes(tmp_path: Path, baseline_mb: float) -> None:
     path = tmp_path / "random.bin"
     write_random(path, 2 << 30)
@@ -65,7 +66,6 @@ def test_two_gigabytes_of_random_bytes(tmp_path: Path, baseline_mb: float) -> No
     print(f"2 GiB random: {elapsed:.1f} s, peak {report['peak_mb']:.0f} MB (one-line log: {baseline_mb:.0f} MB)")
 
 
-@pytest.mark.slow
 def test_two_hundred_megabyte_single_line(tmp_path: Path, baseline_mb: float) -> None:
     path = tmp_path / "one-line.log"
     with path.open("wb") as out:

@@ -21,10 +21,10 @@ from urllib.parse import quote
 import click
 import pytest
 from conftest import ROOT, run_cli
+from failures import DATASET, examination
 from service_server import free_port, running_service
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.hook.remote import read_ends
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
@@ -32,7 +32,6 @@ from failclass.usecases import report_attempt
 
 SYNTAX = ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log"
 NCCL = ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log"
-MISSING = ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log"
 PREEMPTED = ROOT / "corpora/public/job_preempted/SystemsGenetics_GEMmaker_242.log"
 
 
@@ -67,12 +66,10 @@ def test_usage_and_input_errors(tmp_path: Path) -> None:
 def test_admission_rejects_a_blacklisted_input(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'f.db'}"
     store = Store.open(url)
-    examined = Classifier().examine_path(MISSING)
+    examined = examination("missing_input")
     for n, job in enumerate(("a", "a", "b", "c")):
-        report_attempt(store, Attempt(job, n + 1, "u", inputs=("/nonexistent/data",)), examined, load_policy())
-    refused = run_cli(
-        "hook", "admit", "--json", "--database-url", url, "--job-id", "new", "--user", "v", "--input", "/nonexistent/data"
-    )
+        report_attempt(store, Attempt(job, n + 1, "u", inputs=(DATASET,)), examined, load_policy())
+    refused = run_cli("hook", "admit", "--json", "--database-url", url, "--job-id", "new", "--user", "v", "--input", DATASET)
     assert refused.returncode == 15 and json.loads(refused.stdout)["action"] == "reject"
     admitted = run_cli("hook", "admit", "--database-url", url, "--job-id", "new", "--user", "v", "--input", "/data/clean")
     assert admitted.returncode == 0 and admitted.stdout.strip() == "admit"
@@ -188,13 +185,13 @@ def test_exit_code_0_is_a_passed_attempt_recorded_without_a_decision(service: st
     assert passed.returncode == 0, passed.stderr
     assert json.loads(passed.stdout)["action"] == "recorded" and "explanation" not in json.loads(passed.stdout)
     (recorded,) = Store.open(store).job("ok")
-    assert (recorded["status"], recorded["decision"]) == ("passed", None)
+    assert (recorded.status, recorded.decision) == ("passed", None)
     failed = decide(store, "--job-id", "bad", "--user", "u", "--exit-code", "0", "--status", "failed", "--log", str(NCCL))
-    assert failed.returncode == 10 and Store.open(store).job("bad")[0]["status"] == "failed"
+    assert failed.returncode == 10 and Store.open(store).job("bad")[0].status == "failed"
     killed = decide(store, "--job-id", "killed", "--user", "u", "--status", "killed", "--log", str(NCCL))
-    assert killed.returncode == 10 and Store.open(store).job("killed")[0]["status"] == "killed"
+    assert killed.returncode == 10 and Store.open(store).job("killed")[0].status == "killed"
     said_passed = decide(store, "--job-id", "said", "--user", "u", "--exit-code", "1", "--status", "passed", "--log", str(NCCL))
-    assert said_passed.returncode == 0 and Store.open(store).job("said")[0]["status"] == "passed"
+    assert said_passed.returncode == 0 and Store.open(store).job("said")[0].status == "passed"
     remote = on_service(service, "ok-remote", "--exit-code", "0", "--log", str(NCCL))
     assert remote.returncode == 0 and json.loads(remote.stdout)["action"] == "recorded", remote.stderr
     import httpx
@@ -251,7 +248,7 @@ def test_decide_on_a_local_store_loads_only_what_it_needs(database_url: str, tmp
     assert {"failclass.store.direct", driver, "hyperscan"} <= loaded
     assert not loaded & HEAVY, sorted(loaded & HEAVY)
     (recorded,) = Store.open(database_url).job("j-1")
-    assert recorded["user"] == "bob" and recorded["decision"] is not None and recorded["decision"].action == "no_retry"
+    assert recorded.user == "bob" and recorded.decision is not None and recorded.decision.action == "no_retry"
 
 
 def test_the_hook_on_a_service_needs_no_home(service: str, tmp_path: Path) -> None:

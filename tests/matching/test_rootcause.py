@@ -8,6 +8,7 @@ from conftest import ROOT
 
 from failclass.classifier import Classifier
 from failclass.contracts import classification_json
+from failclass.matching.rootcause import SetAside
 
 
 def real(classifier: Classifier, rule_id: str, containing: str = "") -> str:
@@ -120,7 +121,7 @@ def test_a_cloud_wrapper_that_names_no_cause_is_no_signature(classifier: Classif
     though its own traceback and exception line would fire the generic rules."""
     result = classification_json(classifier.classify_path(log), explain=True)
     assert (result["reason"], result["source"]) == ("no_signature", "none")
-    voided = [m for m in result["also_matched"] if m["lost_because"].startswith("generic, and the log reports an end")]
+    voided = [m for m in result["also_matched"] if m["lost_because"] == SetAside.END_WITHOUT_CAUSE.value]
     assert voided and all(m["reason"] == "traceback_from_crash" for m in voided)
 
 

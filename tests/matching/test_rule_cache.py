@@ -98,6 +98,7 @@ def test_a_warm_load_parses_no_yaml_and_gives_the_same_rule_set(
     monkeypatch.setattr(yaml, "load", no_yaml)
     warm = load_rules()
     assert warm.rules == cold.rules and warm.prefixes == cold.prefixes and warm.taxonomy == cold.taxonomy
+    assert warm.endings == cold.endings and warm.endings.no_cause and warm.endings.benign
     assert warm.line_start == cold.line_start
 
 

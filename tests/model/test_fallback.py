@@ -167,7 +167,7 @@ def test_model_evidence_is_a_real_line_of_the_log(tmp_path: Path) -> None:
     assert len(unexplained) >= 30
 
     def cut_off(log: Path) -> bool:  # no failure among the last lines, training progress there
-        lines = TailLines.of(list(enumerate(log.read_text(errors="replace").split("\n"), 1)))
+        lines = TailLines.of(list(enumerate(log.read_text(errors="replace").split("\n"), 1)), rules.ruleset.endings)
         return not lines.shows_failure and lines.training_to_the_end
 
     silent = [log for log in unexplained if cut_off(log)]
@@ -185,7 +185,7 @@ def test_model_evidence_is_a_real_line_of_the_log(tmp_path: Path) -> None:
 
 
 def test_below_its_threshold_the_model_speaks_only_where_no_rule_fired_on_a_failure_line(
-    small_model: FailureTextModel, tmp_path: Path
+    small_model: FailureTextModel, tmp_path: Path, classifier: Classifier
 ) -> None:
     """No rule fired on these real logs: below the model's own threshold it still answers
     (from NO_RULE_THRESHOLD on) when the log shows a failure line, and never on a log that
@@ -205,7 +205,7 @@ def test_below_its_threshold_the_model_speaks_only_where_no_rule_fired_on_a_fail
         answered += result.source == "model"
     assert answered
     quiet = b"epoch 1 loss 0.52\nepoch 2 loss 0.31\nsaving model to out/model.pt\n"
-    assert shows_failure([line.decode() for line in quiet.splitlines()]) is False
+    assert shows_failure([line.decode() for line in quiet.splitlines()], classifier.ruleset.endings) is False
     assert with_model.classify_bytes(quiet).source == "none"
 
 
@@ -235,7 +235,7 @@ def test_below_its_threshold_the_model_speaks_over_a_generic_rule_but_not_over_a
         assert with_model.classify_path(log).source == ("model" if generic else "signature")
 
 
-def test_a_time_limit_or_a_causeless_cancellation_is_no_failure_line_but_a_preemption_is_named() -> None:
+def test_a_time_limit_or_a_causeless_cancellation_is_no_failure_line_but_a_preemption_is_named(classifier: Classifier) -> None:
     """The guide files a job that Slurm ended on its time limit, or cancelled with no cause,
     as No signature: the model's low threshold must not take those lines for a failure.
     Real lines (github.com/Lightning-AI/pytorch-lightning/issues/20542,
@@ -246,9 +246,10 @@ def test_a_time_limit_or_a_causeless_cancellation_is_no_failure_line_but_a_preem
     ]
     cancelled = ["slurmstepd: error: *** JOB 71613 ON rack-iscb-36 CANCELLED AT 2022-03-31T21:25:40 ***"]
     preempted = ["slurmstepd: error: *** JOB 32391783 ON cn119 CANCELLED AT 2021-06-18T13:05:36 DUE TO PREEMPTION ***"]
-    assert not shows_failure(time_limit) and not shows_failure(cancelled)
-    assert Classifier().classify_bytes("\n".join(preempted)).reason == "job_preempted"  # a rule names it
-    assert shows_failure([*time_limit, "RuntimeError: CUDA error: an illegal memory access was encountered"])
+    endings = classifier.ruleset.endings
+    assert not shows_failure(time_limit, endings) and not shows_failure(cancelled, endings)
+    assert classifier.classify_bytes("\n".join(preempted)).reason == "job_preempted"  # a rule names it
+    assert shows_failure([*time_limit, "RuntimeError: CUDA error: an illegal memory access was encountered"], endings)
 
 
 def test_the_model_does_not_guess_over_an_end_reported_without_a_cause(tmp_path: Path) -> None:
@@ -283,9 +284,10 @@ def test_the_model_does_not_replace_an_early_exception_with_the_timeouts_it_caus
     assert any(rival.reason == "mpi_runtime_failure" for rival in result.also_matched)
 
 
-def test_an_error_the_client_retries_is_no_failure_line() -> None:
+def test_an_error_the_client_retries_is_no_failure_line(classifier: Classifier) -> None:
     """wandb's "entering retry loop" (github.com/uzh-rpg/RVT/issues/40) ends many healthy
     runs' logs when the job is killed from outside: the run went on, nothing failed."""
     retried = "wandb: Network error (TransientError), entering retry loop."
-    assert not shows_failure(["Epoch 54: : 5410it [1:05:34,  4.56it/s, loss=2.18, v_num=3hqp]" + retried])
-    assert shows_failure([retried, "RuntimeError: CUDA error: an illegal memory access was encountered"])
+    endings = classifier.ruleset.endings
+    assert not shows_failure(["Epoch 54: : 5410it [1:05:34,  4.56it/s, loss=2.18, v_num=3hqp]" + retried], endings)
+    assert shows_failure([retried, "RuntimeError: CUDA error: an illegal memory access was encountered"], endings)

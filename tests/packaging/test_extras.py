@@ -20,6 +20,8 @@ from conftest import ROOT
 from failclass.cli import extras
 from failclass.cli.extras import EXTRAS, needs
 
+pytestmark = pytest.mark.e2e
+
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 REQUIREMENT = re.compile(r"\s*([A-Za-z0-9._-]+)\s*(?:\[([^\]]*)\])?")
 EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")

@@ -39,6 +39,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for packaged in (
         "signatures/taxonomy.yaml",
         "signatures/prefixes.yaml",
+        "signatures/endings.yaml",
         "models/fallback.npz",
         "policy/default.yaml",
         "waste/causes.yaml",

@@ -1,5 +1,7 @@
-"""The retry policy over realistic histories: failures are real logs, classified by the
-real classifier; histories are what a cluster would have seen before."""
+"""The retry policy over realistic histories: the failures are hand-made
+(tests/failures.py: their evidence copied from corpus logs), the histories what a
+cluster would have seen before. tests/policy/test_from_logs.py runs real logs through the
+classifier into the policy."""
 
 from __future__ import annotations
 
@@ -7,38 +9,18 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import run_cli
+from failures import DATASET, failure
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.contracts import to_json
 from failclass.errors import ConfigError
 from failclass.history import Blacklisted, Failure, History, PriorAttempt
 from failclass.logs.facts import Progress
+from failclass.matching.rules import load_rules
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.policy.config import PolicyConfig, load_policy
 from failclass.policy.decide import admit, backoff_seconds, decide, failures_counted
-
-LOGS = {
-    "syntax": "corpora/produced/syntax_error/syntax_error__indentation__0.log",
-    "nccl_timeout": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
-    "preempted": "corpora/public/job_preempted/submitit_slurm_preemption_store_barrier.log",
-    "missing_input": "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log",
-    "cpu_oom": "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log",
-    "ecc": "corpora/public/gpu_ecc_error/alpaca_lora_uncorrectable_ecc.log",
-    "gpu_oom": "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log",
-}
-DATASET = "/nonexistent/data"  # the directory the missing_input log's FileNotFoundError names a file in
-
-
-@pytest.fixture(scope="module")
-def failures(classifier: Classifier) -> dict[str, Failure]:
-    found = {}
-    for name, path in LOGS.items():
-        examined = classifier.examine_path(ROOT / path)
-        result = examined.classification
-        found[name] = Failure(result.reason, result.rule_id, tuple(e.text for e in result.evidence), examined.progress)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -50,25 +32,13 @@ def attempt(n: int = 1, job: str = "job-1", user: str = "alice", **facts) -> Att
     return Attempt(job_id=job, attempt=n, user=user, **facts)
 
 
-def prior(failure: Failure, n: int, progress: Progress | None = None) -> PriorAttempt:
-    return PriorAttempt(n, failure.signature, failure.reason, progress)
-
-
-def test_the_logs_are_what_the_histories_need(failures: dict[str, Failure]) -> None:
-    assert {name: f.reason for name, f in failures.items()} == {
-        "syntax": "syntax_error",
-        "nccl_timeout": "mpi_runtime_failure",
-        "preempted": "job_preempted",
-        "missing_input": "incorrect_inputs",
-        "cpu_oom": "cpu_oom",
-        "ecc": "gpu_ecc_error",
-        "gpu_oom": "gpu_oom",
-    }
+def prior(of: Failure, n: int, progress: Progress | None = None) -> PriorAttempt:
+    return PriorAttempt(n, of.signature, of.reason, progress)
 
 
 @pytest.mark.parametrize("number", [1, 2, 5])
-def test_a_syntax_error_is_never_retried(failures: dict[str, Failure], policy: PolicyConfig, number: int) -> None:
-    syntax = failures["syntax"]
+def test_a_syntax_error_is_never_retried(policy: PolicyConfig, number: int) -> None:
+    syntax = failure("syntax")
     history = History(job_attempts=tuple(prior(syntax, n) for n in range(1, number)))
     decision = decide(attempt(number), syntax, history, policy)
     assert decision.action == "no_retry"
@@ -76,8 +46,8 @@ def test_a_syntax_error_is_never_retried(failures: dict[str, Failure], policy: P
     assert decision.backoff_seconds is None
 
 
-def test_an_nccl_timeout_is_retried_within_its_budget(failures: dict[str, Failure], policy: PolicyConfig) -> None:
-    timeout = failures["nccl_timeout"]
+def test_an_nccl_timeout_is_retried_within_its_budget(policy: PolicyConfig) -> None:
+    timeout = failure("nccl_timeout")
     actions, delays = [], []
     for number in range(1, 5):
         history = History(job_attempts=tuple(prior(timeout, n) for n in range(1, number)))
@@ -92,8 +62,8 @@ def test_an_nccl_timeout_is_retried_within_its_budget(failures: dict[str, Failur
     assert last.explanation.counters["failure_of_signature"] == 4 and last.explanation.counters["max_retries"] == 3
 
 
-def test_preemption_does_not_spend_the_budget(failures: dict[str, Failure], policy: PolicyConfig) -> None:
-    preempted, timeout = failures["preempted"], failures["nccl_timeout"]
+def test_preemption_does_not_spend_the_budget(policy: PolicyConfig) -> None:
+    preempted, timeout = failure("preempted"), failure("nccl_timeout")
     history = History(job_attempts=tuple(prior(preempted, n) for n in range(1, 11)))
     assert decide(attempt(11), preempted, history, policy).action == "retry"
     # Preemptions between timeouts leave the timeouts' count alone: 2 timeouts before, this is the 3rd.
@@ -102,8 +72,8 @@ def test_preemption_does_not_spend_the_budget(failures: dict[str, Failure], poli
     assert (decision.action, decision.explanation.counters["failure_of_signature"]) == ("retry", 3)
 
 
-def test_progress_between_attempts_restarts_the_count(failures: dict[str, Failure], policy: PolicyConfig) -> None:
-    timeout = failures["nccl_timeout"]
+def test_progress_between_attempts_restarts_the_count(policy: PolicyConfig) -> None:
+    timeout = failure("nccl_timeout")
     stuck = tuple(prior(timeout, n, Progress(3, 1200)) for n in range(1, 4))
     assert (
         decide(attempt(4), Failure(timeout.reason, timeout.rule_id, (), Progress(3, 1200)), History(stuck), policy).action
@@ -115,10 +85,8 @@ def test_progress_between_attempts_restarts_the_count(failures: dict[str, Failur
     assert failures_counted((prior(timeout, 1, Progress(1, 5)), prior(timeout, 2, Progress(2, 5))), timeout) == 2
 
 
-def test_fourth_incorrect_input_failure_from_three_jobs_blacklists_the_path(
-    failures: dict[str, Failure], policy: PolicyConfig
-) -> None:
-    missing = failures["missing_input"]
+def test_fourth_incorrect_input_failure_from_three_jobs_blacklists_the_path(policy: PolicyConfig) -> None:
+    missing = failure("missing_input")
     inputs = (DATASET, "/data/vocab.txt")
     # Three failures so far, from jobs a, a and b.
     history = History(input_failures={DATASET: ("job-a", "job-a", "job-b")})
@@ -140,18 +108,16 @@ def test_fourth_incorrect_input_failure_from_three_jobs_blacklists_the_path(
     [("job-a", "job-a", "job-a"), ("job-a", "job-b"), ("job-a", "job-a", "job-a", "job-a", "job-a")],
     ids=["fourth failure, one job", "third failure, three jobs", "sixth failure, one job"],
 )
-def test_one_bad_job_cannot_blacklist_a_shared_dataset(
-    failures: dict[str, Failure], policy: PolicyConfig, earlier: tuple[str, ...]
-) -> None:
+def test_one_bad_job_cannot_blacklist_a_shared_dataset(policy: PolicyConfig, earlier: tuple[str, ...]) -> None:
     job = earlier[-1] if len(set(earlier)) == 1 else "job-c"
     decision = decide(
-        attempt(1, job=job, inputs=(DATASET,)), failures["missing_input"], History(input_failures={DATASET: earlier}), policy
+        attempt(1, job=job, inputs=(DATASET,)), failure("missing_input"), History(input_failures={DATASET: earlier}), policy
     )
     assert decision.action == "no_retry" and decision.effects.blacklisted_inputs == ()
 
 
-def test_the_same_users_twentieth_cpu_oom_is_held(failures: dict[str, Failure], policy: PolicyConfig) -> None:
-    oom = failures["cpu_oom"]
+def test_the_same_users_twentieth_cpu_oom_is_held(policy: PolicyConfig) -> None:
+    oom = failure("cpu_oom")
     nineteenth = decide(attempt(1, job="job-19"), oom, History(user_failures={"cpu_oom": 18}), policy)
     assert nineteenth.action == "retry_with_more_resources" and nineteenth.memory_factor == 1.5
     twentieth = decide(attempt(1, job="job-20"), oom, History(user_failures={"cpu_oom": 19}), policy)
@@ -165,8 +131,8 @@ def test_the_same_users_twentieth_cpu_oom_is_held(failures: dict[str, Failure], 
     assert admit(attempt(1, job="job-22"), held, policy, expected_reasons=[]) is None
 
 
-def test_hardware_retries_elsewhere_and_makes_the_node_suspect(failures: dict[str, Failure], policy: PolicyConfig) -> None:
-    ecc = failures["ecc"]
+def test_hardware_retries_elsewhere_and_makes_the_node_suspect(policy: PolicyConfig) -> None:
+    ecc = failure("ecc")
     history = History(node_jobs={"gpu-07": frozenset({"job-x"}), "gpu-11": frozenset({"job-y", "job-z"})}, nodes_seen=40)
     decision = decide(attempt(1, nodes=("gpu-07",)), ecc, history, policy)
     assert decision.action == "retry_elsewhere"
@@ -174,24 +140,23 @@ def test_hardware_retries_elsewhere_and_makes_the_node_suspect(failures: dict[st
     assert decision.effects.suspect_nodes == ("gpu-07",)
 
 
-def test_a_cluster_wide_incident_cannot_exclude_every_node(failures: dict[str, Failure], policy: PolicyConfig) -> None:
+def test_a_cluster_wide_incident_cannot_exclude_every_node(policy: PolicyConfig) -> None:
     everyone = {f"gpu-{i:02d}": frozenset({"job-a", "job-b"}) for i in range(12)}
-    decision = decide(attempt(1, nodes=("gpu-00",)), failures["ecc"], History(node_jobs=everyone, nodes_seen=12), policy)
+    decision = decide(attempt(1, nodes=("gpu-00",)), failure("ecc"), History(node_jobs=everyone, nodes_seen=12), policy)
     assert len(decision.exclude_nodes) == 3  # 25% of the 12 nodes seen
     assert decision.exclude_nodes[0] == "gpu-00"
 
 
-def test_gpu_oom_is_not_retried_on_the_same_gpu_type(failures: dict[str, Failure], policy: PolicyConfig) -> None:
-    decision = decide(attempt(1, gpu_type="V100-16GB", nodes=("gpu-03",)), failures["gpu_oom"], History(), policy)
+def test_gpu_oom_is_not_retried_on_the_same_gpu_type(policy: PolicyConfig) -> None:
+    decision = decide(attempt(1, gpu_type="V100-16GB", nodes=("gpu-03",)), failure("gpu_oom"), History(), policy)
     assert decision.action == "retry_elsewhere" and decision.avoid_gpu_types == ("V100-16GB",)
     assert (
-        decide(attempt(2), failures["gpu_oom"], History(job_attempts=(prior(failures["gpu_oom"], 1),)), policy).action
-        == "no_retry"
+        decide(attempt(2), failure("gpu_oom"), History(job_attempts=(prior(failure("gpu_oom"), 1),)), policy).action == "no_retry"
     )
 
 
-def test_overrides_per_rule_and_virtual_cluster(failures: dict[str, Failure], tmp_path: Path) -> None:
-    timeout = failures["nccl_timeout"]
+def test_overrides_per_rule_and_virtual_cluster(tmp_path: Path) -> None:
+    timeout = failure("nccl_timeout")
     override = tmp_path / "policy.yaml"
     override.write_text(
         f"mode: audit\n"
@@ -244,7 +209,7 @@ def test_overrides_per_rule_and_virtual_cluster(failures: dict[str, Failure], tm
 def test_a_bad_policy_file_is_refused_with_its_place(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text(text)
-    rules = set(Classifier().rules)
+    rules = set(load_rules().by_id())
     with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: .*{re.escape(message)}"):
         load_policy(path, known_reasons=set(builtin_taxonomy().reasons), known_rules=rules)
 

@@ -21,6 +21,8 @@ import pytest
 from conftest import ROOT, postgres_schema_url, run_cli
 from service_server import running_service
 
+pytestmark = pytest.mark.e2e
+
 NCCL = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
 CPU_OOM = (ROOT / "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log").read_text()
 SCHEMATHESIS = Path(sys.executable).parent / "st"

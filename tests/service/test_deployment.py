@@ -15,9 +15,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 from conftest import ROOT, postgres_schema_url, run_cli
 from service_server import free_port, running_service
+
+pytestmark = pytest.mark.e2e
 
 STARTED = "Application startup complete."
 

@@ -23,6 +23,10 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 from service_server import running_service
 
+import failclass
+
+pytestmark = pytest.mark.e2e
+
 LOGS = {
     "missing_input": (ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log").read_text(),
     "cpu_oom": (ROOT / "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log").read_text(),
@@ -159,7 +163,7 @@ def test_every_scrape_counts_every_worker(service: tuple[str, Path], exercised: 
         labels["pid"] for labels, _ in samples["failclass_worker_start_time_seconds"]
     }
     assert samples["failclass_build_info"] == [
-        ({"version": "0.1.0", "python": samples["failclass_build_info"][0][0]["python"]}, 1)
+        ({"version": failclass.__version__, "python": samples["failclass_build_info"][0][0]["python"]}, 1)
     ]
 
     # Failed attempts and the GPU-hours they held, by reason: 2 h x GPUs each.

@@ -24,6 +24,8 @@ sys.path.insert(0, str(WEEKS))
 from chromium_page import PAGE_FACTS, Browser, chromium  # noqa: E402 (found through the sys.path entry above)
 from report_weeks import LOGS, rows  # noqa: E402 (found through the sys.path entry above)
 
+pytestmark = pytest.mark.e2e
+
 sys.path.remove(str(WEEKS))
 
 

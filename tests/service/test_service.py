@@ -13,6 +13,8 @@ import pytest
 from conftest import ROOT, postgres_schema_url, run_cli
 from service_server import running_service
 
+pytestmark = pytest.mark.e2e
+
 NCCL = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
 MISSING = (ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log").read_text()
 GPU_OOM = (ROOT / "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log").read_bytes()

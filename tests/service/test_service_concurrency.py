@@ -16,6 +16,8 @@ import pytest
 from conftest import ROOT, postgres_schema_url
 from service_server import running_service
 
+pytestmark = pytest.mark.e2e
+
 CPU_OOM = (ROOT / "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log").read_text()
 NCCL = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
 OOM_JOBS = 60  # one user's CPU OOMs across independent jobs: the 20th puts them on hold

@@ -21,6 +21,8 @@ import pytest
 from conftest import ROOT, postgres_schema_url, run_cli
 from service_server import running_service, serve_and_stop
 
+pytestmark = pytest.mark.e2e
+
 OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.35 GiB total capacity)\n"
 ATTEMPT = {"job_id": "bad-day-1", "attempt": 1, "user": "u", "log": OOM}
 UNSHARE = shutil.which("unshare")

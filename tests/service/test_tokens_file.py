@@ -13,6 +13,8 @@ import pytest
 from conftest import run_cli
 from service_server import running_service, serve_and_stop
 
+pytestmark = pytest.mark.e2e
+
 TOKEN = {"name": "ops", "sha256": "0" * 64, "scopes": ["read", "write"]}
 
 

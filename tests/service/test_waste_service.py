@@ -13,6 +13,8 @@ import pytest
 from conftest import ROOT
 from service_server import running_service
 
+pytestmark = pytest.mark.e2e
+
 RECORDED = json.loads((ROOT / "corpora/gpu_signals/prom_range--recorded_prometheus_lke_scrape.json").read_text())
 START = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

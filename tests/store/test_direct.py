@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from failures import examination
 from sqlalchemy import create_engine
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
 from failclass.contracts import Admitted
 from failclass.policy.config import load_policy
 from failclass.store import StoreUnavailable
@@ -24,7 +23,6 @@ from failclass.store.reach import reaching
 from failclass.store.repository import Store, make_engine
 from failclass.usecases import admit_submission, report_attempt
 
-NCCL = ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log"
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
@@ -83,15 +81,15 @@ def test_the_rows_the_driver_writes_are_those_the_orm_reads(database_url: str) -
     store = Store.open(database_url)
     direct = open_records(database_url)
     assert isinstance(direct, DirectRecords)
-    examined = Classifier().examine_path(NCCL)
+    examined = examination("nccl_timeout")
     start = datetime(2026, 11, 2, 10, 0, tzinfo=timezone(timedelta(hours=2)))
     attempt = Attempt("j", 1, "u", start_time=start, end_time=datetime(2026, 11, 2, 8, 30), nodes=("gpu-01",))
     recorded = report_attempt(direct, attempt, examined, load_policy(), now=T0)
     (row,) = store.job("j")
-    assert (row["start_time"], row["end_time"]) == ("2026-11-02T08:00:00+00:00", "2026-11-02T08:30:00+00:00")
-    assert (row["recorded_at"], row["nodes"], row["classification"]) == (T0.isoformat(), ["gpu-01"], recorded.classification)
-    assert row["decision"] is not None and recorded.decision is not None
-    assert row["decision"].action == recorded.decision.action == "retry"
+    assert (row.start_time, row.end_time) == (datetime(2026, 11, 2, 8, 0, tzinfo=UTC), datetime(2026, 11, 2, 8, 30, tzinfo=UTC))
+    assert (row.recorded_at, row.nodes, row.classification) == (T0, ("gpu-01",), recorded.classification)
+    assert row.decision is not None and recorded.decision is not None
+    assert row.decision.action == recorded.decision.action == "retry"
     assert [d.action for d in store.decisions(since=T0)] == ["retry"]
     assert store.decisions(since=T0 + timedelta(microseconds=1)) == []
     again = report_attempt(direct, attempt, examined, load_policy(), now=T0 + timedelta(minutes=1))

@@ -10,29 +10,24 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
+from failures import examination
 from sqlalchemy import inspect
 
 from failclass.attempts import Attempt
-from failclass.classifier import Classifier
+from failclass.classifier import Examination
 from failclass.errors import IdempotencyConflict
 from failclass.policy.config import PolicyConfig, load_policy
 from failclass.store.migrate import HEAD, alembic_config, current, upgrade
 from failclass.store.repository import RequestIdentity, Store, make_engine
 from failclass.usecases import admit_submission, report_attempt
 
-LOGS = {
-    "nccl_timeout": "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log",
-    "missing_input": "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log",
-    "cpu_oom": "corpora/produced/cpu_oom/cpu_oom__python_memoryerror__0.log",
-    "ecc": "corpora/public/gpu_ecc_error/alpaca_lora_uncorrectable_ecc.log",
-    "passed": "corpora/passed/runs/train_progress_plain_0.log",
-}
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def examined(classifier: Classifier) -> dict[str, Any]:
-    return {name: classifier.examine_path(ROOT / path) for name, path in LOGS.items()}
+def examined() -> dict[str, Examination]:
+    """Hand-made classifications (tests/failures.py) of the attempts these tests report."""
+    return {name: examination(name) for name in ("nccl_timeout", "missing_input", "cpu_oom", "ecc", "passed")}
 
 
 @pytest.fixture
@@ -45,7 +40,7 @@ def policy() -> PolicyConfig:
     return load_policy()
 
 
-def report(store: Store, examined: dict[str, Any], policy: PolicyConfig, log: str, minutes: int = 0, **facts: Any):  # type: ignore[no-untyped-def]
+def report(store: Store, examined: dict[str, Examination], policy: PolicyConfig, log: str, minutes: int = 0, **facts: Any):  # type: ignore[no-untyped-def]
     facts.setdefault("user", "alice")
     facts.setdefault("attempt", 1)
     key = facts.pop("key", None)
@@ -92,7 +87,7 @@ def test_a_store_at_head_opens_without_alembic_and_an_older_one_is_migrated(data
     assert "'alembic'" not in done.stdout and "'failclass.store.repository'" in done.stdout
 
 
-def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Examination], policy: PolicyConfig) -> None:
     first = report(store, examined, policy, "nccl_timeout", job_id="job-1", key="k-1", nodes=("gpu-01",))
     assert not first.duplicate and first.decision is not None
     assert first.decision.action == "retry" and first.classification.reason == "mpi_runtime_failure"
@@ -102,12 +97,12 @@ def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Any], pol
     assert again.attempt_id == same_attempt.attempt_id == first.attempt_id
     assert again.decision == first.decision
     (recorded,) = store.job("job-1")
-    assert recorded["attempt"] == 1 and recorded["nodes"] == ["gpu-01"]
-    assert recorded["decision"].action == "retry"
+    assert recorded.attempt == 1 and recorded.nodes == ("gpu-01",)
+    assert recorded.decision is not None and recorded.decision.action == "retry"
 
 
 def test_an_idempotency_key_reused_for_another_request_is_refused(
-    store: Store, examined: dict[str, Any], policy: PolicyConfig
+    store: Store, examined: dict[str, Examination], policy: PolicyConfig
 ) -> None:
     first = report(store, examined, policy, "nccl_timeout", job_id="job-k", key="k", digest="body-1")
     with pytest.raises(IdempotencyConflict, match="another request"):
@@ -120,18 +115,20 @@ def test_an_idempotency_key_reused_for_another_request_is_refused(
     assert not second.duplicate and second.attempt_id != first.attempt_id
 
 
-def test_a_passed_attempt_gets_no_decision(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+def test_a_passed_attempt_gets_no_decision(store: Store, examined: dict[str, Examination], policy: PolicyConfig) -> None:
     recorded = report(store, examined, policy, "passed", job_id="job-ok", status="passed")
     assert recorded.decision is None and recorded.classification.reason == "no_signature"
 
 
-def test_budget_is_kept_across_reported_attempts(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+def test_budget_is_kept_across_reported_attempts(store: Store, examined: dict[str, Examination], policy: PolicyConfig) -> None:
     actions = [report(store, examined, policy, "nccl_timeout", n, job_id="job-2", attempt=n).decision.action for n in range(1, 5)]
     assert actions == ["retry", "retry", "retry", "no_retry"]
     assert [d.action for d in store.decisions(job_id="job-2")] == ["no_retry", "retry", "retry", "retry"]
 
 
-def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+def test_twentieth_cpu_oom_of_a_user_holds_until_released(
+    store: Store, examined: dict[str, Examination], policy: PolicyConfig
+) -> None:
     actions = [
         report(store, examined, policy, "cpu_oom", n, job_id=f"oom-{n}", user="carol").decision.action for n in range(1, 21)
     ]
@@ -150,7 +147,7 @@ def test_twentieth_cpu_oom_of_a_user_holds_until_released(store: Store, examined
 
 
 def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
-    store: Store, examined: dict[str, Any], policy: PolicyConfig
+    store: Store, examined: dict[str, Examination], policy: PolicyConfig
 ) -> None:
     dataset = "/nonexistent/data"
     for n, job in enumerate(("a", "a", "b")):
@@ -174,7 +171,9 @@ def test_incorrect_inputs_blacklist_a_dataset_and_reject_later_jobs(
     assert again is not None and again.action == "no_retry"
 
 
-def test_ecc_failures_of_two_jobs_make_a_node_suspect(store: Store, examined: dict[str, Any], policy: PolicyConfig) -> None:
+def test_ecc_failures_of_two_jobs_make_a_node_suspect(
+    store: Store, examined: dict[str, Examination], policy: PolicyConfig
+) -> None:
     cluster = tuple(f"gpu-{i:02d}" for i in range(10))
     report(store, examined, policy, "passed", job_id="big-job", status="passed", nodes=cluster)  # the nodes the cluster has
     first = report(store, examined, policy, "ecc", job_id="hw-1", nodes=("gpu-07",)).decision

@@ -22,7 +22,7 @@ def job(job_id: Annotated[str, Path(max_length=200, pattern=NO_NUL)], store: Sto
     attempts = store.job(job_id)
     if not attempts:
         raise HTTPException(404, f"no attempt of job {job_id!r} was reported")
-    return JobOut.model_validate({"job_id": job_id, "attempts": attempts})
+    return JobOut(job_id=job_id, attempts=attempts)
 
 
 @router.get("/decisions", response_model=DecisionsOut)
