@@ -51,3 +51,14 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "tasks_per_node" in bad.stderr
     missing = run_cli("classify", "--attempt", str(tmp_path / "nope.log"))
     assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_the_readme_example_is_what_the_command_prints(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("$ failclass classify --attempt --facts facts.json ", 1)[1].split("```", 1)[0]
+    command, *shown = block.rstrip("\n").split("\n")
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"nodes": ["node-a", "node-b"], "tasks_per_node": 4}))
+    files = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(command))
+    done = run_cli("classify", "--attempt", "--facts", str(facts), *files)
+    assert done.stdout.splitlines() == shown
