@@ -69,6 +69,32 @@ class Classification:
 
 
 @dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where a multi-rank attempt's failure started: the rank, its node and GPU where the
+    logs or the attempt's facts say them, the file and line of its failure, and the
+    evidence that decided it (``how``)."""
+
+    rank: int | None
+    node: str | None
+    gpu: int | None
+    path: str | None
+    line: int | None
+    how: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AttemptAnswer:
+    """One answer for an attempt's logs read together as ranks: the origin rank's
+    classification, the origin, and the other ranks that failed after it (the cascade),
+    counted by how they failed."""
+
+    classification: Classification
+    origin: Origin | None = None
+    cascade: tuple[int, ...] = ()
+    cascade_kinds: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
 class Explanation:
     """Why a decision was made: the classified reason and rule, the evidence, the policy
     clause that decided, in words, and the policy's counters."""
@@ -179,6 +205,18 @@ def classification_json(found: Classification, explain: bool = False) -> dict[st
     if not explain:
         del body["also_matched"]
     return body
+
+
+def attempt_json(answer: AttemptAnswer, paths: list[str], explain: bool = False) -> dict[str, Any]:
+    """`classify --attempt --json`: the classify contract of the attempt, with its files
+    (``paths``), ``origin``, ``cascade`` and ``cascade_kinds``."""
+    return {
+        "paths": paths,
+        **classification_json(answer.classification, explain),
+        "origin": to_json(answer.origin),
+        "cascade": list(answer.cascade),
+        "cascade_kinds": answer.cascade_kinds,
+    }
 
 
 def from_json(kind: type[Model], body: Mapping[str, Any]) -> Model:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from failclass.contracts import Classification
+from failclass.contracts import Classification, Origin
 from failclass.logs.facts import Progress
 
 
@@ -21,10 +21,12 @@ class Failure:
     rule_id: str | None
     evidence: tuple[str, ...] = ()
     progress: Progress | None = None
+    origin_node: str | None = None  # the node of the rank that failed first (failclass.logs.ranks)
 
     @classmethod
-    def of(cls, classification: Classification, progress: Progress | None) -> Failure:
-        return cls(classification.reason, classification.rule_id, tuple(e.text for e in classification.evidence), progress)
+    def of(cls, classification: Classification, progress: Progress | None, origin: Origin | None = None) -> Failure:
+        evidence = tuple(e.text for e in classification.evidence)
+        return cls(classification.reason, classification.rule_id, evidence, progress, origin.node if origin else None)
 
     @property
     def signature(self) -> str:

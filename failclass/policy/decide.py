@@ -84,9 +84,13 @@ def _input_effects(config: PolicyConfig, attempt: Attempt, history: History, pat
 
 
 def implicated_nodes(attempt: Attempt, failure: Failure) -> tuple[str, ...]:
-    """The attempt's nodes that the evidence names (a line labelled with its host, a
-    scheduler's record of a node that went down); if it names none, every node of the
-    attempt. Over many failures a bad node is the one common to the failed jobs."""
+    """The node of the rank that failed first, where the logs read as ranks tell it (one of
+    the attempt's nodes, or any when the attempt lists none); else the attempt's nodes that
+    the evidence names (a line labelled with its host, a scheduler's record of a node that
+    went down); if it names none, every node of the attempt. Over many failures a bad node
+    is the one common to the failed jobs."""
+    if failure.origin_node is not None and (not attempt.nodes or failure.origin_node in attempt.nodes):
+        return (failure.origin_node,)
     named = tuple(node for node in attempt.nodes if any(_names(line, node) for line in failure.evidence))
     return named or attempt.nodes
 

@@ -1,0 +1,116 @@
+"""What launchers say of the ranks they started: torchrun's failure table with its "Root
+Cause (first observed failure)" (each agent prints one for its node), mpirun's "The first
+process to do so was" (tests/data/ranks/), srun's ``srun: error: NODE: task N: Exited with
+exit code C`` (a real Slurm, tests/data/ranks/srun_label.out)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from failclass.logs.ranks import Line, Stream, time_of
+
+_ROOT_CAUSE = "Root Cause (first observed failure):"
+_ENTRY = re.compile(r"^\s*\[\d+\]:\s*$")
+_FIELD = re.compile(r"^\s+(time|host|rank|exitcode|error_file)\s*: (.*)$")
+_MPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\]")
+_RULE = re.compile(r"^={20,}\s*$")
+_SRUN_ERROR = re.compile(r"^srun: error: (\S+): tasks? ([\d,-]+): (.*)$")
+
+
+@dataclass(frozen=True)
+class Report:
+    """A launcher's word on one rank: from torchrun's failure table (``root``: its Root
+    Cause entry), mpirun's first failed process, or srun's error lines."""
+
+    rank: int
+    host: str | None = None
+    time: float | None = None
+    root: bool = False
+    exit_code: str = ""
+    line: Line | None = None
+    by: str = ""
+    text: str = ""  # what the launcher printed of it (torchrun's table entry)
+
+
+def outside_tables(lines: list[Line]) -> list[Line]:
+    """The lines without torchrun's failure tables (from the ``=====`` line before
+    ``<script> FAILED`` to the next ``=====``): they repeat what the ranks printed."""
+    kept: list[Line] = []
+    index = 0
+    while index < len(lines):
+        text = lines[index].text
+        if _RULE.match(text) and index + 1 < len(lines) and lines[index + 1].text.rstrip().endswith(" FAILED"):
+            end = next((i for i in range(index + 2, len(lines)) if _RULE.match(lines[i].text)), len(lines) - 1)
+            index = end + 1
+            continue
+        kept.append(lines[index])
+        index += 1
+    return kept
+
+
+def launcher_only(stream: Stream) -> bool:
+    """A stream that is a launcher's own report (torchrun's agent, mpirun, srun): no rank's."""
+    return any(_ROOT_CAUSE in line.text or _MPI_FIRST.search(line.text) for line in stream.lines)
+
+
+def reports(lines: Iterable[Line]) -> list[Report]:
+    """What launchers said of ranks: torchrun's failure table (Root Cause first), mpirun's
+    first failed process, srun's errors (a task and its node; rank = task)."""
+    found: list[Report] = []
+    entry: dict[str, str] = {}
+    entry_lines: list[Line] = []
+    root = False
+    expect_mpi = False
+
+    def close() -> None:
+        if "rank" in entry and (m := re.match(r"\d+", entry["rank"])):
+            host = entry.get("host")
+            when = time_of(entry.get("time", ""))
+            exit_code = entry.get("exitcode", "")
+            text = "\n".join(line.text for line in entry_lines)
+            found.append(Report(int(m.group()), host, when, root, exit_code, entry_lines[0], "torchrun", text))
+        entry.clear()
+        entry_lines.clear()
+
+    for line in lines:
+        text = line.text
+        if text.strip() == _ROOT_CAUSE:
+            close()
+            root = True
+        elif text.strip() == "Failures:":
+            close()
+            root = False
+        elif _ENTRY.match(text):
+            close()
+            entry_lines.append(line)
+        elif entry_lines and not text.startswith("---"):
+            entry_lines.append(line)
+            if m := _FIELD.match(text):
+                entry[m.group(1)] = m.group(2).strip()
+        elif text.startswith("====="):
+            close()
+            root = False
+        if "The first process to do so was" in text:
+            expect_mpi = True
+        elif expect_mpi and (m := _MPI_FIRST.search(text)):
+            found.append(Report(int(m.group(1)), None, None, True, "", line, "mpirun"))
+            expect_mpi = False
+        if (m := _SRUN_ERROR.match(text)) is not None:
+            for task in _task_list(m.group(2)):
+                exit_code = m.group(3)
+                failed = "Exited with exit code" in exit_code and not exit_code.endswith(" 0")
+                found.append(Report(task, m.group(1), line.time, failed, exit_code, line, "srun"))
+    close()
+    return found
+
+
+def _task_list(text: str) -> list[int]:
+    """srun's task list: ``1,3-5`` -> [1, 3, 4, 5]."""
+    tasks: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if low.isdigit():
+            tasks.extend(range(int(low), int(high or low) + 1))
+    return tasks

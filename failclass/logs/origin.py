@@ -1,0 +1,254 @@
+"""The initiating failure of a multi-rank attempt: which rank failed first, where, and
+which followed.
+
+Each rank's stream (failclass.logs.ranks) is classified on its own (failclass.classifier);
+the origin is the rank whose failure is the most causal (a named root cause, then the
+model's answer, then a process that died of itself, then one that lost a peer, then one
+told to stop: which reasons a rank reports when a peer failed is data, ranks.yaml), and
+among those the first: by time where every one has a time, else as the launcher saw it
+(failclass.logs.launchers), else the strongest answer. Where every rank that speaks only
+lost a peer, the rank that said nothing is the origin: the one the launcher saw fail
+first, or the one rank of the launcher's table that reported nothing (the others waited
+on it: a hang). Where comes from the log first (a host prefix, NCCL's ``host:pid:tid
+[gpu]`` lines: github.com/facebookresearch/deit/issues/28, torchrun's failure table,
+srun's errors), then from the attempt's facts (its nodes in rank order with tasks per
+node, pod -> node)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+
+from failclass.classifier import Classifier
+from failclass.contracts import AttemptAnswer, Classification, Evidence, Origin
+from failclass.errors import ConfigError
+from failclass.logs.launchers import Report, launcher_only, outside_tables
+from failclass.logs.launchers import reports as reports_of
+from failclass.logs.ranks import NCCL_PROCESS, Layout, Stream, rank_streams, read_lines
+from failclass.matching.roles import Role
+from failclass.matching.taxonomy import NO_SIGNATURE
+from failclass.resources import PACKAGE_DATA
+from failclass.schema import load
+
+_GPU = re.compile(r"\bcudaDev (\d+)|\bcuda:(\d+)|\bGPU (\d+)\b|\bdevice[ =](\d+)\b")
+# A rank's failure, most causal first: the origin is taken from the first kind present.
+CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(6)
+KINDS = ("named a cause", "got a cause from the model", "died", "lost a peer", "was told to stop", "showed no failure")
+SETTINGS = PACKAGE_DATA / "ranks.yaml"
+
+
+@dataclass(frozen=True)
+class RanksFile:
+    """ranks.yaml: the reasons a rank reports when a peer died or hung."""
+
+    peer_reasons: tuple[str, ...]
+
+
+@cache
+def peer_reasons(path: Path = SETTINGS) -> frozenset[str]:
+    return frozenset(load(path, RanksFile, "the ranks settings").peer_reasons)
+
+
+class AttemptReader:
+    """Reads one attempt's files as ranks and finds its origin."""
+
+    def __init__(self, classifier: Classifier, layout: Layout | None = None) -> None:
+        self.classifier = classifier
+        self.layout = layout or Layout()
+        self.peer = peer_reasons()
+        unknown = sorted(self.peer - set(classifier.ruleset.taxonomy.reasons))
+        if unknown:
+            raise ConfigError(f"{SETTINGS}: peer_reasons: unknown reasons {unknown}")
+
+    def answer(self, files: Mapping[str, Sequence[str]]) -> AttemptAnswer:
+        """One answer for the attempt: the origin rank's classification, the origin, the cascade."""
+        streams = rank_streams(files, self.layout)
+        reports = reports_of(line for s in streams if s.rank is None for line in s.lines)
+        launchers = {id(s) for s in streams if launcher_only(s)}
+        for stream in streams:
+            if stream.rank is None:  # a launcher's own lines, not its table of the ranks' errors
+                stream.lines = outside_tables(stream.lines)
+        judged = [(s, self._classify(s)) for s in streams]
+        kinds = {id(s): self.kind(c, s) for s, c in judged}
+        ranked = [(s, c) for s, c in judged if s.rank is not None and kinds[id(s)] != NOTHING]
+        candidates = ranked or [(s, c) for s, c in judged if kinds[id(s)] != NOTHING and id(s) not in launchers]
+        task_nodes = {task: node for report in reports if report.by == "srun" for task, node in [(report.rank, report.host)]}
+        if not candidates:
+            root = next((r for r in reports if r.root), None)
+            if root is None:
+                return AttemptAnswer(self._reported(None, judged, kinds)[0])
+            how = f"{root.by} saw it fail first ({root.exit_code or 'exit'})"
+            found, path = self._reported(root, judged, kinds)
+            return AttemptAnswer(found, self._reported_origin(root, how, found, path))
+        top = min(kinds[id(s)] for s, _ in candidates)
+        first = [(s, c) for s, c in candidates if kinds[id(s)] == top]
+        chosen, how = self._first(first, reports, top)
+        if top >= PEER and (silent := self._silent(candidates, reports, top)) is not None:
+            report, how = silent
+            found, path = self._reported(report if report.root else None, judged, kinds)
+            origin = self._reported_origin(report, how, found, path)
+            return AttemptAnswer(found, origin, *_cascade(candidates, reports, report.rank, kinds))
+        classification = next(c for s, c in judged if s is chosen)
+        origin = self._origin(chosen, classification, reports, task_nodes, how)
+        cascade = _cascade(candidates, reports, chosen.rank, kinds)
+        return AttemptAnswer(self._in_files(chosen, classification), origin, *cascade)
+
+    @staticmethod
+    def _silent(candidates: list[tuple[Stream, Classification]], reports: list[Report], top: int) -> tuple[Report, str] | None:
+        """Where every rank that speaks only lost a peer (or was told to stop), the rank that
+        said nothing: the one the launcher saw fail first, else the only one of the ranks
+        known (from the logs and the launcher's table) that reported no failure: the others
+        waited on it."""
+        spoke = {s.rank for s, _ in candidates}
+        named = [r for r in reports if r.root or r.by == "mpirun"]  # each torchrun agent names its node's first
+        first = min(named, key=lambda r: (r.time if r.time is not None else float("inf"), r.rank in spoke), default=None)
+        if first is not None and first.rank not in spoke:
+            return first, f"{first.by} saw it fail first ({first.exit_code or 'exit'}); no line of its rank names a failure"
+        known = {r.rank: r for r in reports if r.by == "torchrun"}
+        quiet = [r for rank, r in known.items() if rank not in spoke]
+        if top == PEER and len(quiet) == 1 and len(spoke) >= 2:
+            return quiet[0], f"the one rank of {len(known)} that reported no failure while the others lost a peer"
+        return None
+
+    def _reported(
+        self, report: Report | None, judged: list[tuple[Stream, Classification]], kinds: Mapping[int, int]
+    ) -> tuple[Classification, str | None]:
+        """The answer for an origin whose own rank's lines name no failure, and the file of its
+        first evidence line. Where a launcher saw it fail first (``report``): the strongest of
+        what the launcher printed of it (torchrun's entry: a signal, an exit code; not a
+        SIGTERM, which only stopped it) and of the lines no rank's prefix claims (a native
+        crash writes past the excepthook: "Fatal Python error"). Else, or where those name
+        nothing, the strongest answer of any log (a hang: the others' timeouts)."""
+        options: list[tuple[Classification, str | None]] = []
+        if report is not None:
+            options = [self._placed(s, c) for s, c in judged if s.rank is None and kinds[id(s)] in (CAUSE, MODEL, DIED)]
+            if report.text and report.line is not None and "SIGTERM" not in report.exit_code:
+                found = self.classifier.classify_bytes(report.text + "\n")
+                first = report.line.number
+                evidence = tuple(Evidence(first + e.line - 1, e.text) for e in found.evidence)
+                options.append((replace(found, evidence=evidence), report.line.path))
+        options = [o for o in options if o[0].reason != NO_SIGNATURE] or [self._placed(s, c) for s, c in judged]
+        return max(options, key=lambda o: self.classifier.strength(o[0]), default=(self.classifier.classify_bytes(b""), None))
+
+    def _placed(self, stream: Stream, found: Classification) -> tuple[Classification, str | None]:
+        """A stream's classification numbered as in its files, and its first evidence line's file."""
+        path = stream.lines[found.evidence[0].line - 1].path if found.evidence else None
+        return self._in_files(stream, found), path
+
+    def _classify(self, stream: Stream) -> Classification:
+        return self.classifier.classify_bytes("\n".join(line.text for line in stream.lines) + "\n")
+
+    def kind(self, classification: Classification, stream: Stream) -> int:
+        """How causal a rank's failure is (CAUSE ... NOTHING)."""
+        if classification.reason == NO_SIGNATURE:
+            return NOTHING
+        if classification.reason in self.peer:
+            return PEER
+        if classification.source == "model":
+            return MODEL
+        if self.classifier.roles.get(classification.rule_id or "") is Role.CAUSE:
+            return CAUSE
+        ended = self.classifier.ruleset.endings.names_no_cause
+        if any(ended(e.text) for e in classification.evidence) or any(ended(line.text) for line in stream.lines[-20:]):
+            return STOPPED
+        return DIED
+
+    def _first(self, first: list[tuple[Stream, Classification]], reports: list[Report], kind: int) -> tuple[Stream, str]:
+        label = KINDS[kind]
+        if len(first) == 1:
+            return first[0][0], f"the only {'rank' if first[0][0].rank is not None else 'log'} that {label}"
+        times = [(_first_time(s, c), s) for s, c in first]
+        if all(t is not None for t, _ in times):
+            _, stream = min(times, key=lambda pair: (pair[0], pair[1].rank if pair[1].rank is not None else -1))
+            return stream, f"earliest of {len(first)} ranks that {label}, by the time on its lines"
+        for report in sorted(reports, key=lambda r: (not r.root, r.time if r.time is not None else float("inf"))):
+            if report.root or report.by in ("mpirun", "srun"):
+                match = next((s for s, _ in first if s.rank == report.rank), None)
+                if match is not None:
+                    return match, f"{report.by} saw it fail first, of {len(first)} ranks that {label}"
+        stream = max(first, key=lambda pair: (self.classifier.strength(pair[1]), -(pair[0].rank or 0)))[0]
+        return stream, f"strongest answer of {len(first)} ranks that {label} (no time, no launcher's word)"
+
+    def _origin(
+        self, stream: Stream, found: Classification, reports: list[Report], task_nodes: Mapping[int, str | None], how: str
+    ) -> Origin:
+        evidence_line = stream.lines[found.evidence[0].line - 1] if found.evidence else stream.lines[-1]
+        node = self._node(stream, reports, task_nodes)
+        return Origin(stream.rank, node, _gpu(stream, found), evidence_line.path, evidence_line.number, how)
+
+    def _node(self, stream: Stream, reports: list[Report], task_nodes: Mapping[int, str | None]) -> str | None:
+        named = self.layout.node_named
+        for host in stream.hosts:
+            if (node := named(host)) is not None:
+                return node
+        for line in stream.lines:
+            if (m := NCCL_PROCESS.match(line.text)) and (node := named(m.group(1))) is not None:
+                return node
+        for report in reports:
+            if report.rank == stream.rank and report.by == "torchrun" and (node := named(report.host)) is not None:
+                return node
+        for task in sorted(stream.tasks):
+            if (node := named(task_nodes.get(task))) is not None:
+                return node
+            if task < len(self.layout.nodes) and self.layout.tasks_per_node is None and stream.rank != task:
+                return self.layout.nodes[task]  # one srun task per node: the task is the node
+        if stream.rank is not None and (node := named(task_nodes.get(stream.rank))) is not None:
+            return node
+        return None if stream.rank is None else self.layout.node_of_rank(stream.rank)
+
+    def _reported_origin(self, report: Report, how: str, found: Classification, path: str | None) -> Origin:
+        """The origin a launcher named, at the first line of the answer's evidence if its file
+        is known (else at the launcher's own line)."""
+        node = self.layout.node_named(report.host) or self.layout.node_of_rank(report.rank)
+        if path is not None and found.evidence:
+            return Origin(report.rank, node, None, path, found.evidence[0].line, how)
+        line = report.line
+        return Origin(report.rank, node, None, line.path if line else None, line.number if line else None, how)
+
+    @staticmethod
+    def _in_files(stream: Stream, found: Classification) -> Classification:
+        """The classification with its evidence numbered as in the files."""
+        evidence = tuple(Evidence(stream.lines[e.line - 1].number, e.text) for e in found.evidence)
+        return replace(found, evidence=evidence)
+
+
+def _first_time(stream: Stream, found: Classification) -> float | None:
+    """The time of a rank's failure: its first evidence line's, or the last time before it."""
+    if not found.evidence:
+        return None
+    upto = found.evidence[0].line
+    return next((line.time for line in reversed(stream.lines[:upto]) if line.time is not None), None)
+
+
+def _gpu(stream: Stream, found: Classification) -> int | None:
+    """The CUDA device the failure names: in its evidence (``GPU 0``, ``cuda:1``, NCCL's
+    ``host:pid:tid [3]``), else in the rank's NCCL lines. An index as the process saw it
+    (under CUDA_VISIBLE_DEVICES)."""
+    for text in (e.text for e in found.evidence):
+        if (m := NCCL_PROCESS.match(text)) is not None:
+            return int(m.group(3))
+        if (m := _GPU.search(text)) is not None:
+            return int(next(g for g in m.groups() if g is not None))
+    return next((int(m.group(3)) for line in stream.lines if (m := NCCL_PROCESS.match(line.text)) is not None), None)
+
+
+def _cascade(
+    candidates: list[tuple[Stream, Classification]], reports: list[Report], origin: int | None, kinds: Mapping[int, int]
+) -> tuple[tuple[int, ...], dict[str, int]]:
+    """The other ranks that failed (those whose logs show it, and those only a launcher
+    reports), and how many of them failed in each way."""
+    shown = {s.rank: KINDS[kinds[id(s)]] for s, _ in candidates if s.rank is not None and s.rank != origin}
+    reported = {r.rank for r in reports if r.by in ("torchrun", "srun", "mpirun")} - set(shown) - {origin}
+    counts: dict[str, int] = defaultdict(int)
+    for kind in [*shown.values(), *(["reported by its launcher"] * len(reported))]:
+        counts[kind] += 1
+    return tuple(sorted({*shown, *reported})), dict(counts)
+
+
+def read_attempt(classifier: Classifier, paths: Sequence[Path], layout: Layout | None = None) -> AttemptAnswer:
+    """The answer for an attempt given as its log files (InputError for one that cannot be read)."""
+    return AttemptReader(classifier, layout).answer({str(path): read_lines(path) for path in paths})
