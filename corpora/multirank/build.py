@@ -203,6 +203,7 @@ class SlurmRunner:
         if problem:
             raise RuntimeError(problem)
         base = Path(tempfile.mkdtemp(prefix="multirank-slurm-"))
+        stack.callback(shutil.rmtree, base, ignore_errors=True)
         settings = ["--database-url", f"sqlite:///{base / 'failclass.db'}"]
         self.slurm = stack.enter_context(running_slurm(base, settings, SLURM_NODES, SLURM_PORT))
 
@@ -334,7 +335,7 @@ def versions() -> dict[str, str | None]:
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "slurm": version(["sinfo", "--version"]),
+        "slurm": version(["slurmd", "-V"]),
         "openmpi": version(["mpirun", "--version"]),
         "kernel": platform.release(),
     }
