@@ -4,7 +4,7 @@ optionally the same tables for another period with the deltas."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,11 +112,13 @@ def analyse(
     taxonomy: Taxonomy,
     against: Selection | None = None,
     now: datetime | None = None,
+    idle: Mapping[str, float] | None = None,
 ) -> Analysis:
+    """The selection's report (``idle``: job -> idle GPU-hours, `failclass waste`'s measure)."""
     selection.check_reasons(taxonomy)
     records = source.records(selection)
     check_reasons(records, taxonomy)
-    report = build_report(records, taxonomy)
+    report = build_report(records, taxonomy, idle)
     comparison = None
     if against is not None:
         earlier = source.records(against)
