@@ -48,10 +48,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from failclass.analytics.records import AttemptRecord
 from failclass.errors import InputError
+
+if TYPE_CHECKING:  # the waste half loads where a log is read
+    from failclass.waste.timeline import Timeline
 
 CHECKPOINT_CAUSE = "model_checkpointing"  # the waste cause whose log lines are checkpoint saves
 HOUR = 3600.0
@@ -69,21 +72,31 @@ def _is_save() -> Callable[[str], bool]:
 
 
 def last_save(logs: Iterable[str], start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
-    """The last checkpoint save in ``[start, end]`` of an attempt's logs, and on what basis
-    the loss is counted from it (see the module's docstring)."""
+    """The last checkpoint save in ``[start, end]`` of an attempt's logs (paths), and on what
+    basis the loss is counted from it (see the module's docstring)."""
     from failclass.waste.timeline import read_timeline
 
-    matches = _is_save()
     found = [Path(log) for log in logs if Path(log).is_file()]
-    if not found:
-        return "no log", None
-    saves: list[float] = []
-    undated = False
+    timelines = []
     for path in found:
         try:
-            timeline = read_timeline(path, matches, start.timestamp())
+            timelines.append(read_timeline(path, _is_save(), start.timestamp()))
         except InputError:
             continue
+    return _last(timelines, start, end) if found else ("no log", None)
+
+
+def last_save_in_text(text: str, start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
+    """The same of a log given as text (a report to the service)."""
+    from failclass.waste.timeline import timeline_of
+
+    return _last([timeline_of(text.splitlines(), _is_save(), start.timestamp())], start, end)
+
+
+def _last(timelines: Iterable[Timeline], start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
+    saves: list[float] = []
+    undated = False
+    for timeline in timelines:
         for line in timeline.lines:
             if math.isnan(line.ts):
                 undated = True

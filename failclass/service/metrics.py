@@ -40,6 +40,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from failclass import __version__
+from failclass.analytics.goodput import UserGoodput
 from failclass.attempts import Attempt
 from failclass.contracts import Classification, Decision
 from failclass.policy.config import NodePolicy
@@ -104,6 +105,26 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.gpu_hours_lost_since_checkpoint = Counter(
+            "failclass_gpu_hours_lost_since_checkpoint_total",
+            "GPU-hours of failed attempts since their last checkpoint save in the log (the whole attempt without one), by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.user_gpu_hours_lost = Gauge(
+            "failclass_user_gpu_hours_lost",
+            "GPU-hours per user in the last report: to failures since checkpoint and whole, to idle, restarts and queueing",
+            ["user", "lost_to"],
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.user_ettr = Gauge(
+            "failclass_user_ettr",
+            "Effective training time ratio per user in the last report (productive over wall GPU time)",
+            ["user"],
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
         self.waste_gpu_hours = Gauge(
             "failclass_waste_gpu_hours",
             "GPU-hours lost per cause in the last waste report",
@@ -133,9 +154,9 @@ class Metrics:
             for collector in self.scraped:
                 self.registry.register(collector)
 
-    def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: Decision | None) -> None:
+    def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: Decision | None, log: str) -> None:
         """Count a newly recorded attempt: its classification, decision and, when it
-        failed, the GPU time it held."""
+        failed, the GPU time it held, whole and since its log's last checkpoint save."""
         self.classifications.labels(classification.reason, classification.source).inc()
         if decision is not None:
             self.decisions.labels(decision.action).inc()
@@ -144,6 +165,30 @@ class Metrics:
             minutes = attempt.runtime_minutes
             if minutes is not None:
                 self.gpu_hours_lost.labels(classification.reason).inc(minutes / 60 * attempt.gpus)
+                self._since_checkpoint(attempt, classification.reason, log)
+
+    def _since_checkpoint(self, attempt: Attempt, reason: str, log: str) -> None:
+        from failclass.analytics.goodput import last_save_in_text
+
+        assert attempt.start_time is not None and attempt.end_time is not None
+        _, saved = last_save_in_text(log, attempt.start_time, attempt.end_time)
+        since = (attempt.end_time - (saved or attempt.start_time)).total_seconds() / 3600
+        self.gpu_hours_lost_since_checkpoint.labels(reason).inc(since * attempt.gpus)
+
+    def report_built(self, users: Iterable[UserGoodput]) -> None:
+        """The per-user figures of a report just built (GET /v1/report)."""
+        for user in users:
+            lost = {
+                "failures_since_checkpoint": user.failures_since_checkpoint_gpu_h,
+                "failures_whole": user.failures_whole_gpu_h,
+                "idle": user.idle_gpu_h,
+                "restarts": user.restart_gpu_h,
+                "queue": user.queue_gpu_h,
+            }
+            for lost_to, hours in lost.items():
+                self.user_gpu_hours_lost.labels(user.user, lost_to).set(hours)
+            if user.ettr is not None:
+                self.user_ettr.labels(user.user).set(user.ettr)
 
     def exposition(self) -> Response:
         if self.shared is None:

@@ -102,3 +102,27 @@ def test_each_failed_attempt_is_counted_from_its_last_save_in_its_own_window(tmp
     assert last_save([str(tmp_path / "missing.log")], at(0), at(1)) == ("no log", None)
     (tmp_path / "untimed.log").write_text(SAVE.split(" - ", 3)[-1] + "\n")  # the message alone, no time
     assert last_save([str(tmp_path / "untimed.log")], at(0), at(1)) == ("undated", None)
+
+
+def test_prometheus_counts_since_the_last_save_and_sets_each_users_figures(tmp_path: Path) -> None:
+    from prometheus_client import generate_latest
+
+    from failclass.analytics.goodput import goodput
+    from failclass.analytics.records import read_records
+    from failclass.attempts import Attempt
+    from failclass.contracts import Classification
+    from failclass.service.metrics import Metrics
+
+    metrics = Metrics()
+    log = Path(write_log(tmp_path / "a.log", [(11, SAVE), (13, SAVE)])).read_text()
+    failed = Attempt("A", 1, "alice", status="failed", start_time=at(10.5), end_time=at(14), gpus=2)
+    oom = Classification("gpu_oom", "GPU out of memory", ("U",), "signature", None, "", 0.9, (), len(log), 2)
+    metrics.attempt_recorded(failed, oom, None, log)
+    records = read_records([trace(tmp_path)])
+    failures = {(r.job_id, r.attempt): r.reason or "" for r in records if r.status == "failed"}
+    metrics.report_built(goodput(records, failures)[1])
+    text = generate_latest(metrics.registry).decode()
+    assert 'failclass_gpu_hours_lost_total{reason="gpu_oom"} 7.0' in text  # 3.5 h x 2
+    assert 'failclass_gpu_hours_lost_since_checkpoint_total{reason="gpu_oom"} 2.0' in text  # since 13:00 x 2
+    assert 'failclass_user_gpu_hours_lost{lost_to="failures_since_checkpoint",user="bob"} 4.0' in text
+    assert 'failclass_user_ettr{user="bob"} 0.4' in text

@@ -170,6 +170,8 @@ def test_every_scrape_counts_every_worker(service: tuple[str, Path], exercised: 
     assert total(samples, "failclass_failed_attempts_total") == len(attempts())
     assert total(samples, "failclass_gpu_hours_lost_total", reason="gpu_ecc_error") == 2 * 2 * 8
     assert total(samples, "failclass_gpu_hours_lost_total", reason="cpu_oom") == 2 * 2 * 2
+    # Their logs save no checkpoint: lost since the last one is the whole attempt.
+    assert total(samples, "failclass_gpu_hours_lost_since_checkpoint_total", reason="gpu_ecc_error") == 2 * 2 * 8
 
     # The state gauges say what the store says.
     holds = httpx.get(f"{base}/v1/holds").json()["holds"]

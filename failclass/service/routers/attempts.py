@@ -69,7 +69,7 @@ def report_attempt(
     if recorded.duplicate:
         response.status_code = 200
     else:
-        metrics.attempt_recorded(attempt, examined.classification, recorded.decision)
+        metrics.attempt_recorded(attempt, examined.classification, recorded.decision, body.log)
         if request.app.state.notices is not None:
             request.app.state.notices.wake()  # the notices the decision queued, sent after this answer
     return AttemptOut(
