@@ -105,26 +105,7 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
-        self.gpu_hours_lost_since_checkpoint = Counter(
-            "failclass_gpu_hours_lost_since_checkpoint_total",
-            "GPU-hours of failed attempts since their last checkpoint save in the log (the whole attempt without one), by reason",
-            ["reason"],
-            registry=self.registry,
-        )
-        self.user_gpu_hours_lost = Gauge(
-            "failclass_user_gpu_hours_lost",
-            "GPU-hours per user in the last report: to failures since checkpoint and whole, to idle, restarts and queueing",
-            ["user", "lost_to"],
-            registry=self.registry,
-            multiprocess_mode="mostrecent",
-        )
-        self.user_ettr = Gauge(
-            "failclass_user_ettr",
-            "Effective training time ratio per user in the last report (productive over wall GPU time)",
-            ["user"],
-            registry=self.registry,
-            multiprocess_mode="mostrecent",
-        )
+        self._goodput_metrics()
         self.waste_gpu_hours = Gauge(
             "failclass_waste_gpu_hours",
             "GPU-hours lost per cause in the last waste report",
@@ -153,6 +134,29 @@ class Metrics:
             ProcessCollector(registry=self.registry)
             for collector in self.scraped:
                 self.registry.register(collector)
+
+    def _goodput_metrics(self) -> None:
+        """GPU time lost the field's way (failclass/analytics/goodput.py)."""
+        self.gpu_hours_lost_since_checkpoint = Counter(
+            "failclass_gpu_hours_lost_since_checkpoint_total",
+            "GPU-hours of failed attempts since their last checkpoint save in the log (the whole attempt without one), by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.user_gpu_hours_lost = Gauge(
+            "failclass_user_gpu_hours_lost",
+            "GPU-hours per user in the last report: to failures since checkpoint and whole, to idle, restarts and queueing",
+            ["user", "lost_to"],
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.user_ettr = Gauge(
+            "failclass_user_ettr",
+            "Effective training time ratio per user in the last report (productive over wall GPU time)",
+            ["user"],
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
 
     def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: Decision | None, log: str) -> None:
         """Count a newly recorded attempt: its classification, decision and, when it
