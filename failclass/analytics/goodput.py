@@ -45,7 +45,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -80,7 +80,7 @@ def last_save(logs: Iterable[str], start: datetime, end: datetime) -> tuple[Basi
     timelines = []
     for path in found:
         try:
-            timelines.append(read_timeline(path, _is_save(), start.timestamp()))
+            timelines.append(read_timeline(path, _is_save(), _seconds(start)))
         except InputError:
             continue
     return _last(timelines, start, end) if found else ("no log", None)
@@ -90,7 +90,13 @@ def last_save_in_text(text: str, start: datetime, end: datetime) -> tuple[Basis,
     """The same of a log given as text (a report to the service)."""
     from failclass.waste.timeline import timeline_of
 
-    return _last([timeline_of(text.splitlines(), _is_save(), start.timestamp())], start, end)
+    return _last([timeline_of(text.splitlines(), _is_save(), _seconds(start))], start, end)
+
+
+def _seconds(moment: datetime) -> float:
+    """A time as the log's times are read: one without a zone is UTC (failclass.waste.timeline
+    reads a log's stamps so, and the store keeps such a time so)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _last(timelines: Iterable[Timeline], start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
@@ -100,10 +106,11 @@ def _last(timelines: Iterable[Timeline], start: datetime, end: datetime) -> tupl
         for line in timeline.lines:
             if math.isnan(line.ts):
                 undated = True
-            elif start.timestamp() <= line.ts <= end.timestamp():
+            elif _seconds(start) <= line.ts <= _seconds(end):
                 saves.append(line.ts)
     if saves:
-        return "checkpoint", datetime.fromtimestamp(max(saves), start.tzinfo)
+        saved = datetime.fromtimestamp(max(saves), UTC)
+        return "checkpoint", saved.astimezone(start.tzinfo) if start.tzinfo else saved.replace(tzinfo=None)
     return ("undated" if undated else "no checkpoint"), None
 
 

@@ -4,8 +4,13 @@ figure is known by construction (goodput_trace.py)."""
 from __future__ import annotations
 
 import json
+import os
+import time
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, run_cli
 from goodput_trace import EXPECTED, SAVE, at, trace, waste_report, write_log
 
@@ -76,3 +81,29 @@ def test_the_readme_shows_the_table_the_command_prints_for_this_trace(tmp_path: 
         (ROOT / "README.md").read_text().split("<!-- goodput_example: begin -->", 1)[1].split("<!-- goodput_example: end -->")[0]
     )
     assert printed in readme, "run benchmarks/goodput_example.py --readme"
+
+
+@pytest.fixture
+def new_york() -> Iterator[None]:
+    """The machine's zone is New York's for the test."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+@pytest.mark.usefixtures("new_york")
+def test_a_time_without_a_zone_is_read_as_the_logs_are(tmp_path: Path) -> None:
+    """A manifest's or the hook's time without a zone and a log's stamp without one are the
+    same clock: the save at 13:52 is found whatever the machine's zone (here New York's)."""
+    from failclass.analytics.goodput import last_save
+
+    log = tmp_path / "x.log"
+    log.write_text(SAVE + "\n")  # mmcls's own stamp, 2021-07-14 13:52:35,974, no zone
+    start, end = datetime(2021, 7, 14, 13), datetime(2021, 7, 14, 14)
+    assert last_save([str(log)], start, end) == ("checkpoint", datetime(2021, 7, 14, 13, 52, 35, 974000))
