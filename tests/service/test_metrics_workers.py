@@ -127,7 +127,7 @@ def waste_body() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def exercised(service: tuple[str, Path]) -> int:
-    """Classify requests until both workers have answered some, then the attempts and a
+    """Classify requests until both workers have answered some, then the attempts, the report and a
     waste report and watch; how many classify requests were sent."""
     base, shared = service
 
@@ -142,6 +142,7 @@ def exercised(service: tuple[str, Path]) -> int:
             sent += ROUND
     for body in attempts():
         assert httpx.post(f"{base}/v1/attempts", json=body, timeout=60).status_code == 201
+    assert httpx.get(f"{base}/v1/report", timeout=60).status_code == 200  # each user's figures
     report = {k: v for k, v in waste_body().items() if k != "now"}
     assert httpx.post(f"{base}/v1/waste/report", json=report, timeout=60).status_code == 200
     assert httpx.post(f"{base}/v1/waste/watch", json=waste_body(), timeout=60).json()["signals"]
