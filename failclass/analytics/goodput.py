@@ -166,13 +166,14 @@ class UserGoodput:
     without_log: int  # failed attempts counted whole: no log at hand, or saves without a time
 
 
-def attempt_loss(record: AttemptRecord, reason: str) -> AttemptLoss | None:
-    """A failed attempt's loss; None without a start and an end."""
+def attempt_loss(record: AttemptRecord, reason: str, read_logs: bool = True) -> AttemptLoss | None:
+    """A failed attempt's loss; None without a start and an end. Not ``read_logs``: as if
+    no log were at hand."""
     if record.start_time is None or record.end_time is None:
         return None
     demand = max(record.gpus, 1)
     whole = (record.rtf_minutes or 0.0) / 60 * demand
-    basis, saved = last_save(record.logs, record.start_time, record.end_time)
+    basis, saved = last_save(record.logs if read_logs else (), record.start_time, record.end_time)
     since = whole if saved is None else (record.end_time - saved).total_seconds() / HOUR * demand
     return AttemptLoss(record.job_id, record.attempt, record.user, reason, whole, since, basis, saved)
 
@@ -229,10 +230,15 @@ def job_goodput(
 
 
 def goodput(
-    records: Sequence[AttemptRecord], failures: Mapping[tuple[str, int], str], idle: Mapping[str, float] | None = None
+    records: Sequence[AttemptRecord],
+    failures: Mapping[tuple[str, int], str],
+    idle: Mapping[str, float] | None = None,
+    read_logs: bool = True,
 ) -> tuple[list[JobGoodput], list[UserGoodput]]:
     """Per job and per user; ``failures`` maps (job, attempt) of each failed attempt to its
-    reason, ``idle`` a job to its idle GPU-hours (``failclass waste``'s measure)."""
+    reason, ``idle`` a job to its idle GPU-hours (``failclass waste``'s measure);
+    ``read_logs`` False: the attempts' logs are not opened (the service's report: the paths
+    are its clients' words), and every failed attempt counts whole."""
     by_job: dict[str, list[AttemptRecord]] = defaultdict(list)
     for record in records:
         by_job[record.job_id].append(record)
@@ -243,7 +249,8 @@ def goodput(
         lost = {
             a.attempt: loss
             for a in attempts
-            if (a.job_id, a.attempt) in failures and (loss := attempt_loss(a, failures[a.job_id, a.attempt])) is not None
+            if (a.job_id, a.attempt) in failures
+            and (loss := attempt_loss(a, failures[a.job_id, a.attempt], read_logs)) is not None
         }
         losses += lost.values()
         job = job_goodput(attempts, lost, (idle or {}).get(job_id))

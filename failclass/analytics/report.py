@@ -48,8 +48,11 @@ def reason_of(record: AttemptRecord) -> str:
     return record.reason or NO_SIGNATURE
 
 
-def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy, idle: Mapping[str, float] | None = None) -> Report:
-    """The tables; ``idle``: job -> idle GPU-hours as `failclass waste` measured them."""
+def build_report(
+    records: Sequence[AttemptRecord], taxonomy: Taxonomy, idle: Mapping[str, float] | None = None, read_logs: bool = True
+) -> Report:
+    """The tables; ``idle``: job -> idle GPU-hours as `failclass waste` measured them;
+    ``read_logs``: whether the attempts' logs are read for their checkpoints."""
     failed = [r for r in records if is_failure(r, taxonomy)]
     attempts = [r.failed() for r in failed]
     last: dict[str, AttemptRecord] = {}
@@ -59,7 +62,7 @@ def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy, idle: Map
         gpu_hours[record.job_id] = gpu_hours.get(record.job_id, 0.0) + record.gpus * (record.rtf_minutes or 0.0) / 60
     jobs = [(FINAL_STATUS.get(r.status, "unsuccessful"), gpu_hours[job]) for job, r in last.items()]
     rows = table7(attempts, taxonomy)
-    per_job, per_user = goodput(records, {(r.job_id, r.attempt): reason_of(r) for r in failed}, idle)
+    per_job, per_user = goodput(records, {(r.job_id, r.attempt): reason_of(r) for r in failed}, idle, read_logs)
     return Report(
         attempts=len(records),
         failed_attempts=len(failed),

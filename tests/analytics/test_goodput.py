@@ -107,3 +107,14 @@ def test_a_time_without_a_zone_is_read_as_the_logs_are(tmp_path: Path) -> None:
     log.write_text(SAVE + "\n")  # mmcls's own stamp, 2021-07-14 13:52:35,974, no zone
     start, end = datetime(2021, 7, 14, 13), datetime(2021, 7, 14, 14)
     assert last_save([str(log)], start, end) == ("checkpoint", datetime(2021, 7, 14, 13, 52, 35, 974000))
+
+
+def test_the_services_report_opens_no_path_a_client_named(tmp_path: Path) -> None:
+    """GET /v1/report reads the store only: every failed attempt counts whole, said so."""
+    from failclass.analytics.records import read_records
+    from failclass.analytics.report import build_report
+    from failclass.matching.taxonomy import builtin_taxonomy
+
+    report = build_report(read_records([trace(tmp_path)]), builtin_taxonomy(), read_logs=False)
+    alice = next(u for u in report.goodput if u.user == "alice")
+    assert (alice.failures_since_checkpoint_gpu_h, alice.failures_whole_gpu_h, alice.without_log) == (7.0, 7.0, 1)
