@@ -24,7 +24,11 @@ Table 7 counts them; times from the attempt's facts):
   through its loader), timed as the waste half times lines (failclass.waste.timeline). No
   save in a log that was read: since ``start`` (the whole attempt). Saves without a time,
   or no log at hand (store rows only, a path that is gone): the whole attempt, and the
-  row says which (``basis``).
+  row says which (``basis``). Where it is found: when the attempt is reported to the
+  service with its log (kept with its classification: store revision 0004), else when the
+  report is built, from the log paths the attempt names (manifests, the hook's records;
+  not in the service, which opens no path a client named). The hook finds none itself:
+  the waste causes loader loads numpy, which a hook run must not (tests/hook).
 - queue: ``start - submit`` of the first attempt, and of a later one from its submission,
   where the submit time is known; x ``g``.
 - restarts: from the end of one attempt to the start (or the submission, where known) of
@@ -48,7 +52,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from failclass.analytics.records import AttemptRecord
 from failclass.errors import InputError
@@ -173,7 +177,10 @@ def attempt_loss(record: AttemptRecord, reason: str, read_logs: bool = True) -> 
         return None
     demand = max(record.gpus, 1)
     whole = (record.rtf_minutes or 0.0) / 60 * demand
-    basis, saved = last_save(record.logs if read_logs else (), record.start_time, record.end_time)
+    if record.checkpoint_basis is not None:  # found when the attempt was reported with its log
+        basis, saved = cast(Basis, record.checkpoint_basis), record.last_checkpoint_at
+    else:
+        basis, saved = last_save(record.logs if read_logs else (), record.start_time, record.end_time)
     since = whole if saved is None else (record.end_time - saved).total_seconds() / HOUR * demand
     return AttemptLoss(record.job_id, record.attempt, record.user, reason, whole, since, basis, saved)
 

@@ -42,7 +42,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from failclass import __version__
 from failclass.analytics.goodput import UserGoodput
 from failclass.attempts import Attempt
-from failclass.contracts import Classification, Decision
+from failclass.classifier import Examination
+from failclass.contracts import Decision
 from failclass.policy.config import NodePolicy
 from failclass.store.database import Database
 from failclass.store.models import BlacklistRow, HoldRow, NodeFailureRow
@@ -158,26 +159,21 @@ class Metrics:
             multiprocess_mode="mostrecent",
         )
 
-    def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: Decision | None, log: str) -> None:
+    def attempt_recorded(self, attempt: Attempt, examined: Examination, decision: Decision | None) -> None:
         """Count a newly recorded attempt: its classification, decision and, when it
         failed, the GPU time it held, whole and since its log's last checkpoint save."""
+        classification = examined.classification
         self.classifications.labels(classification.reason, classification.source).inc()
         if decision is not None:
             self.decisions.labels(decision.action).inc()
         if attempt.status != "passed":
             self.failed_attempts.labels(classification.reason).inc()
             minutes = attempt.runtime_minutes
-            if minutes is not None:
+            if minutes is not None and attempt.start_time is not None:
                 self.gpu_hours_lost.labels(classification.reason).inc(minutes / 60 * attempt.gpus)
-                self._since_checkpoint(attempt, classification.reason, log)
-
-    def _since_checkpoint(self, attempt: Attempt, reason: str, log: str) -> None:
-        from failclass.analytics.goodput import last_save_in_text
-
-        assert attempt.start_time is not None and attempt.end_time is not None
-        _, saved = last_save_in_text(log, attempt.start_time, attempt.end_time)
-        since = (attempt.end_time - (saved or attempt.start_time)).total_seconds() / 3600
-        self.gpu_hours_lost_since_checkpoint.labels(reason).inc(since * attempt.gpus)
+                saved = examined.checkpoint[1] if examined.checkpoint else None
+                before = (saved - attempt.start_time).total_seconds() / 3600 if saved else 0.0  # saved: start's zone
+                self.gpu_hours_lost_since_checkpoint.labels(classification.reason).inc((minutes / 60 - before) * attempt.gpus)
 
     def report_built(self, users: Iterable[UserGoodput]) -> None:
         """The per-user figures of a report just built (GET /v1/report)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
-from goodput_trace import EXPECTED, SAVE, at, trace, waste_report, write_log
+from goodput_trace import EXPECTED, SAVE, TRAINING, at, trace, waste_report, write_log
 
 
 def test_the_report_counts_each_users_gpu_time_lost_as_constructed(tmp_path: Path) -> None:
@@ -56,14 +56,18 @@ def test_prometheus_counts_since_the_last_save_and_sets_each_users_figures(tmp_p
     from failclass.analytics.goodput import goodput
     from failclass.analytics.records import read_records
     from failclass.attempts import Attempt
+    from failclass.classifier import Examination
     from failclass.contracts import Classification
     from failclass.service.metrics import Metrics
+    from failclass.service.routers.attempts import with_checkpoint
 
     metrics = Metrics()
     log = Path(write_log(tmp_path / "a.log", [(11, SAVE), (13, SAVE)])).read_text()
     failed = Attempt("A", 1, "alice", status="failed", start_time=at(10.5), end_time=at(14), gpus=2)
     oom = Classification("gpu_oom", "GPU out of memory", ("U",), "signature", None, "", 0.9, (), len(log), 2)
-    metrics.attempt_recorded(failed, oom, None, log)
+    examined = with_checkpoint(Examination(oom, None), failed, log)
+    assert examined.checkpoint == ("checkpoint", at(13))
+    metrics.attempt_recorded(failed, examined, None)
     records = read_records([trace(tmp_path)])
     failures = {(r.job_id, r.attempt): r.reason or "" for r in records if r.status == "failed"}
     metrics.report_built(goodput(records, failures)[1])
@@ -118,3 +122,21 @@ def test_the_services_report_opens_no_path_a_client_named(tmp_path: Path) -> Non
     report = build_report(read_records([trace(tmp_path)]), builtin_taxonomy(), read_logs=False)
     alice = next(u for u in report.goodput if u.user == "alice")
     assert (alice.failures_since_checkpoint_gpu_h, alice.failures_whole_gpu_h, alice.without_log) == (7.0, 7.0, 1)
+
+
+def test_the_service_keeps_the_last_save_with_the_attempt_and_reports_from_it(tmp_path: Path) -> None:
+    """Reported with its log, a failed attempt's last save is stored: GET /v1/report counts
+    from it though it opens no log, and a scrape counts the same."""
+    import httpx
+    from service_server import running_service
+
+    log = Path(write_log(tmp_path / "a.log", [(10.6, TRAINING), (11, SAVE), (13, SAVE), (13.9, TRAINING)])).read_text()
+    facts = {"job_id": "A", "attempt": 1, "user": "alice", "status": "failed", "gpus": 2}
+    times = {"start_time": at(10.5).isoformat(), "end_time": at(14).isoformat()}
+    with running_service(f"sqlite:///{tmp_path / 'failclass.db'}", tmp_path) as base:
+        assert httpx.post(f"{base}/v1/attempts", json={**facts, **times, "log": log}, timeout=60).status_code == 201
+        (alice,) = httpx.get(f"{base}/v1/report", timeout=60).json()["goodput"]
+        scraped = httpx.get(f"{base}/metrics", timeout=30).text
+    assert (alice["failures_since_checkpoint_gpu_h"], alice["failures_whole_gpu_h"]) == (2.0, 7.0)
+    assert (alice["counted_from_checkpoint"], alice["without_log"]) == (1, 0)
+    assert 'failclass_user_gpu_hours_lost{lost_to="failures_since_checkpoint",user="alice"} 2.0' in scraped
