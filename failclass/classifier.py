@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -62,6 +63,7 @@ class Examination:
 
     classification: Classification
     progress: Progress | None
+    checkpoint: tuple[str, datetime | None] | None = None  # (basis, last save) where the log was searched for saves
 
 
 class Classifier:

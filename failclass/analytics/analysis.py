@@ -4,7 +4,7 @@ optionally the same tables for another period with the deltas."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,16 +112,20 @@ def analyse(
     taxonomy: Taxonomy,
     against: Selection | None = None,
     now: datetime | None = None,
+    idle: Mapping[str, float] | None = None,
+    read_logs: bool = True,
 ) -> Analysis:
+    """The selection's report (``idle``: job -> idle GPU-hours, `failclass waste`'s measure;
+    ``read_logs``: whether the attempts' logs are read for their checkpoints)."""
     selection.check_reasons(taxonomy)
     records = source.records(selection)
     check_reasons(records, taxonomy)
-    report = build_report(records, taxonomy)
+    report = build_report(records, taxonomy, idle, read_logs)
     comparison = None
     if against is not None:
         earlier = source.records(against)
         check_reasons(earlier, taxonomy)
-        comparison = compare(report, build_report(earlier, taxonomy), against.describe())
+        comparison = compare(report, build_report(earlier, taxonomy, read_logs=False), against.describe())
     times = [t for t in (r.time for r in records) if t is not None]
     scope = Scope(
         source=source.label,

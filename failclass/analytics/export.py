@@ -8,6 +8,7 @@ fixed, so an empty selection still writes tables with their columns.
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from pyarrow import parquet
 
 from failclass.analytics.analysis import Analysis
 from failclass.analytics.comparison import ReasonChange, TotalChange
+from failclass.analytics.goodput import JobGoodput, UserGoodput
 from failclass.analytics.records import AttemptRecord
 from failclass.analytics.report import is_failure, reason_of
 from failclass.analytics.status import Table6Row
@@ -38,6 +40,7 @@ SCALARS: dict[Any, pa.DataType] = {
     datetime: TIMESTAMP,
     tuple[str, ...]: pa.list_(pa.string()),
     tuple[int, ...]: pa.list_(pa.int64()),
+    dict[str, float]: pa.string(),  # as a JSON object: CSV has no maps
 }
 
 
@@ -146,11 +149,17 @@ def _tables(analysis: Analysis, taxonomy: Taxonomy) -> dict[str, tuple[type, Seq
         "table6": (Table6Row, report.table6),
         "repeats": (RepeatExport, repeats),
         "attempts": (AttemptExport, [attempt_export(r, taxonomy) for r in analysis.records]),
+        "goodput_users": (UserGoodput, report.goodput),
+        "goodput_jobs": (JobGoodput, report.job_goodput),
     }
     if analysis.comparison:
         tables["comparison_totals"] = (TotalChange, analysis.comparison.totals)
         tables["comparison_reasons"] = (ReasonChange, analysis.comparison.reasons)
     return tables
+
+
+def _value(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, dict) else value
 
 
 def _csv_ready(table: pa.Table) -> pa.Table:
@@ -171,7 +180,7 @@ def export(analysis: Analysis, taxonomy: Taxonomy, folder: Path) -> list[Path]:
     written = []
     for name, (cls, rows) in _tables(analysis, taxonomy).items():
         schema = _schema(cls)
-        table = pa.Table.from_pylist([{f.name: getattr(row, f.name) for f in fields(cls)} for row in rows], schema=schema)
+        table = pa.Table.from_pylist([{f.name: _value(getattr(row, f.name)) for f in fields(cls)} for row in rows], schema=schema)
         try:
             parquet.write_table(table, folder / f"{name}.parquet")
             pa_csv.write_csv(_csv_ready(table), folder / f"{name}.csv")

@@ -52,6 +52,8 @@ class AttemptRecord:
     action: str | None = None  # the decision, where one was made
     clause: str | None = None  # the policy clause behind it
     recorded_at: datetime | None = None
+    checkpoint_basis: str | None = None  # where the log was read when the attempt was reported (the store)
+    last_checkpoint_at: datetime | None = None
 
     @property
     def time(self) -> datetime | None:
@@ -182,6 +184,8 @@ def store_records(rows: Iterable[StoredAttempt]) -> list[AttemptRecord]:
             action=row.action,
             clause=row.clause,
             recorded_at=row.recorded_at,
+            checkpoint_basis=row.checkpoint_basis,
+            last_checkpoint_at=row.last_checkpoint_at,
         )
         for row in rows
     ]

@@ -4,10 +4,11 @@ reasons by their names)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from failclass.analytics.goodput import JobGoodput, UserGoodput, goodput
 from failclass.analytics.records import AttemptRecord
 from failclass.analytics.repetition import ReasonRepetition, repetition
 from failclass.analytics.status import Table6Row, table6_of
@@ -27,9 +28,11 @@ class Report:
     table7: list[Table7Row]
     table6: list[Table6Row]
     repetition: list[ReasonRepetition]
+    goodput: list[UserGoodput]  # per user: GPU time lost since checkpoint and whole, idle, ETTR
+    job_goodput: list[JobGoodput]  # the same per job: in the export, not in the JSON answer
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: value for name, value in asdict(self).items() if name != "job_goodput"}
 
     def reason_names(self) -> dict[str, str]:
         return {row.reason_id: row.reason_name for row in self.table7}
@@ -45,7 +48,11 @@ def reason_of(record: AttemptRecord) -> str:
     return record.reason or NO_SIGNATURE
 
 
-def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report:
+def build_report(
+    records: Sequence[AttemptRecord], taxonomy: Taxonomy, idle: Mapping[str, float] | None = None, read_logs: bool = True
+) -> Report:
+    """The tables; ``idle``: job -> idle GPU-hours as `failclass waste` measured them;
+    ``read_logs``: whether the attempts' logs are read for their checkpoints."""
     failed = [r for r in records if is_failure(r, taxonomy)]
     attempts = [r.failed() for r in failed]
     last: dict[str, AttemptRecord] = {}
@@ -55,6 +62,7 @@ def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report
         gpu_hours[record.job_id] = gpu_hours.get(record.job_id, 0.0) + record.gpus * (record.rtf_minutes or 0.0) / 60
     jobs = [(FINAL_STATUS.get(r.status, "unsuccessful"), gpu_hours[job]) for job, r in last.items()]
     rows = table7(attempts, taxonomy)
+    per_job, per_user = goodput(records, {(r.job_id, r.attempt): reason_of(r) for r in failed}, idle, read_logs)
     return Report(
         attempts=len(records),
         failed_attempts=len(failed),
@@ -64,6 +72,8 @@ def build_report(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> Report
         table7=rows,
         table6=table6_of(jobs),
         repetition=repetition(attempts),
+        goodput=per_user,
+        job_goodput=per_job,
     )
 
 
@@ -136,4 +146,39 @@ def repeat_cells(report: Report) -> list[list[Any]]:
             f"{100 * r.top_users_share:.1f}%",
         ]
         for r in report.repetition
+    ]
+
+
+GOODPUT_HEADERS = [
+    "user",
+    "jobs",
+    "failed",
+    "lost since checkpoint (GPU-h)",
+    "whole attempts (GPU-h)",
+    "idle (GPU-h)",
+    "restarts (GPU-h)",
+    "queue (GPU-h)",
+    "ETTR",
+    "lost most to",
+    "from a checkpoint / no log",
+]
+
+
+def goodput_cells(report: Report) -> list[list[Any]]:
+    names = report.reason_names()
+    return [
+        [
+            u.user,
+            u.jobs,
+            u.failed_attempts,
+            u.failures_since_checkpoint_gpu_h,
+            u.failures_whole_gpu_h,
+            u.idle_gpu_h,
+            u.restart_gpu_h,
+            u.queue_gpu_h,
+            None if u.ettr is None else f"{100 * u.ettr:.1f}%",
+            next((f"{names.get(r, r)} ({h:,.2f})" for r, h in u.lost_by_reason.items()), None),
+            f"{u.counted_from_checkpoint} / {u.without_log}",
+        ]
+        for u in report.goodput
     ]

@@ -7,11 +7,13 @@ from dataclasses import dataclass, replace
 
 from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, Comparison, reason_cells, total_cells
 from failclass.analytics.report import (
+    GOODPUT_HEADERS,
     REPEAT_HEADERS,
     TABLE6_HEADERS,
     TABLE7_HEADERS,
     Report,
     cell,
+    goodput_cells,
     repeat_cells,
     table6_cells,
     table7_cells,
@@ -34,9 +36,17 @@ def _table(id: str, title: str, headers: Sequence[str], rows: Sequence[Sequence[
 NO_TIMES = "{} a start and end time: no runtime or GPU time to count, and no share of it (-)."
 
 
+GOODPUT_NOTE = (
+    "Lost since checkpoint: from each failed attempt's last checkpoint save in its log to its end, x GPUs (the whole"
+    " attempt where the log has none, or is not at hand); whole attempts: runtime x GPUs (Table 7). Idle: as"
+    " `failclass waste` measured it (--waste). Restarts: from one attempt's end to the next one's submission or start;"
+    " queue: submission to start. ETTR: productive GPU time over wall GPU time (failclass/analytics/goodput.py)."
+)
+
+
 def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
-    """Table 7 (its category marks spelt out below it), Table 6 and the repeats; below a
-    table whose GPU time is zero, why (the attempts have no times)."""
+    """Table 7 (its category marks spelt out below it), Table 6, the repeats and GPU time lost
+    per user; below a table whose GPU time is zero, why (the attempts have no times)."""
     marks = "cat.: " + ", ".join(f"{mark} {name}" for mark, name in categories.items())
     if report.table7 and not report.gpu_hours_lost:
         marks += ". " + NO_TIMES.format("No failed attempt has")
@@ -45,6 +55,7 @@ def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
         replace(_table("table7", "Failures by reason (Table 7)", TABLE7_HEADERS, table7_cells(report)), note=marks),
         replace(_table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)), note=jobs_note),
         _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
+        replace(_table("goodput", "GPU time lost per user (ETTR)", GOODPUT_HEADERS, goodput_cells(report)), note=GOODPUT_NOTE),
     ]
 
 

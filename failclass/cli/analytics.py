@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     type=click.Path(file_okay=False, path_type=Path),
     help="Also write every table and the attempts (with classification and decision) as Parquet and CSV here.",
 )
+@click.option(
+    "--waste",
+    "waste_report",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A `failclass waste report --format json` file: each job's idle GPU-hours count in its ETTR.",
+)
 @click.pass_context
 @needs(reaches=("report", "postgres"))
 def report(
@@ -55,10 +61,13 @@ def report(
     compare_to: str | None,
     fmt: str,
     export_dir: Path | None,
+    waste_report: Path | None,
 ) -> None:
     """Table 7, Table 6 and repeats per reason over classified attempts: manifests or
     `failclass batch` results (CSV, JSON Lines, Parquet; job_id, attempt, user, vc, status,
-    start_time, end_time, gpus, reason), or the store. Filter them, and compare two periods."""
+    start_time, end_time, gpus, reason), or the store. Filter them, and compare two periods.
+    Per user, the GPU time lost to failures since each attempt's last checkpoint (read from
+    its logs) and whole, to idle, restarts and queueing, and ETTR."""
     from failclass.analytics.analysis import FileSource, RecordSource, StoreSource, analyse, database_label
     from failclass.analytics.selection import parse_comparison, parse_selection
 
@@ -77,12 +86,17 @@ def report(
             source = StoreSource(Store.open(database_url, migrate=False), database_label(database_url))
         else:
             source = FileSource(manifests)
+        idle = None
+        if waste_report is not None:
+            from failclass.analytics.goodput import idle_of_waste_report
+
+            idle = idle_of_waste_report(waste_report)
     except InputError as exc:
         input_failure(ctx, exc)
         return
     taxonomy = builtin_taxonomy()
     try:
-        analysis = analyse(source, selection, taxonomy, against)
+        analysis = analyse(source, selection, taxonomy, against, idle=idle)
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     if export_dir is not None:

@@ -40,8 +40,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from failclass import __version__
+from failclass.analytics.goodput import UserGoodput
 from failclass.attempts import Attempt
-from failclass.contracts import Classification, Decision
+from failclass.classifier import Examination
+from failclass.contracts import Decision
 from failclass.policy.config import NodePolicy
 from failclass.store.database import Database
 from failclass.store.models import BlacklistRow, HoldRow, NodeFailureRow
@@ -104,6 +106,7 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self._goodput_metrics()
         self.waste_gpu_hours = Gauge(
             "failclass_waste_gpu_hours",
             "GPU-hours lost per cause in the last waste report",
@@ -133,17 +136,59 @@ class Metrics:
             for collector in self.scraped:
                 self.registry.register(collector)
 
-    def attempt_recorded(self, attempt: Attempt, classification: Classification, decision: Decision | None) -> None:
+    def _goodput_metrics(self) -> None:
+        """GPU time lost the field's way (failclass/analytics/goodput.py)."""
+        self.gpu_hours_lost_since_checkpoint = Counter(
+            "failclass_gpu_hours_lost_since_checkpoint_total",
+            "GPU-hours of failed attempts since their last checkpoint save in the log (the whole attempt without one), by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.user_gpu_hours_lost = Gauge(
+            "failclass_user_gpu_hours_lost",
+            "GPU-hours per user in the last report: to failures since checkpoint and whole, to idle, restarts and queueing",
+            ["user", "lost_to"],
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.user_ettr = Gauge(
+            "failclass_user_ettr",
+            "Effective training time ratio per user in the last report (productive over wall GPU time)",
+            ["user"],
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
+
+    def attempt_recorded(self, attempt: Attempt, examined: Examination, decision: Decision | None) -> None:
         """Count a newly recorded attempt: its classification, decision and, when it
-        failed, the GPU time it held."""
+        failed, the GPU time it held, whole and since its log's last checkpoint save."""
+        classification = examined.classification
         self.classifications.labels(classification.reason, classification.source).inc()
         if decision is not None:
             self.decisions.labels(decision.action).inc()
         if attempt.status != "passed":
             self.failed_attempts.labels(classification.reason).inc()
             minutes = attempt.runtime_minutes
-            if minutes is not None:
+            if minutes is not None and attempt.start_time is not None:
                 self.gpu_hours_lost.labels(classification.reason).inc(minutes / 60 * attempt.gpus)
+                saved = examined.checkpoint[1] if examined.checkpoint else None
+                before = (saved - attempt.start_time).total_seconds() / 3600 if saved else 0.0  # saved: start's zone
+                self.gpu_hours_lost_since_checkpoint.labels(classification.reason).inc((minutes / 60 - before) * attempt.gpus)
+
+    def report_built(self, users: Iterable[UserGoodput]) -> None:
+        """The per-user figures of a report just built (GET /v1/report)."""
+        for user in users:
+            lost = {
+                "failures_since_checkpoint": user.failures_since_checkpoint_gpu_h,
+                "failures_whole": user.failures_whole_gpu_h,
+                "idle": user.idle_gpu_h,
+                "restarts": user.restart_gpu_h,
+                "queue": user.queue_gpu_h,
+            }
+            for lost_to, hours in lost.items():
+                self.user_gpu_hours_lost.labels(user.user, lost_to).set(hours)
+            if user.ettr is not None:
+                self.user_ettr.labels(user.user).set(user.ettr)
 
     def exposition(self) -> Response:
         if self.shared is None:

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from failclass.analytics.comparison import Comparison
+from failclass.analytics.goodput import UserGoodput
 from failclass.analytics.repetition import ReasonRepetition
 from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
@@ -82,5 +83,6 @@ class ReportOut(BaseModel):
     table7: list[Table7Row]
     table6: list[Table6Row]
     repetition: list[ReasonRepetition]
+    goodput: list[UserGoodput]
     scope: ReportScope
     comparison: Comparison | None

@@ -77,6 +77,8 @@ class ClassificationRow(Base):
     confidence: Mapped[float] = mapped_column(Float)
     progress_epoch: Mapped[int | None] = mapped_column(Integer)
     progress_step: Mapped[int | None] = mapped_column(Integer)
+    checkpoint_basis: Mapped[str | None] = mapped_column(String(16))  # goodput's Basis, where the log was read
+    last_checkpoint_at: Mapped[datetime | None] = mapped_column()  # the log's last checkpoint save in the attempt
     body: Mapped[dict[str, Any]] = mapped_column()  # the classify contract object
 
     attempt: Mapped[AttemptRow] = relationship(back_populates="classification")

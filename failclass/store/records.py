@@ -190,6 +190,8 @@ class Records(Outbox, ABC):
                 "confidence": classification.confidence,
                 "progress_epoch": progress.epoch if progress else None,
                 "progress_step": progress.step if progress else None,
+                "checkpoint_basis": examined.checkpoint[0] if examined.checkpoint else None,
+                "last_checkpoint_at": examined.checkpoint[1] if examined.checkpoint else None,
                 "body": to_json(classification),
             },
         )

@@ -95,6 +95,8 @@ class StoredAttempt:
     confidence: float | None
     action: str | None
     clause: str | None
+    checkpoint_basis: str | None
+    last_checkpoint_at: datetime | None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -284,6 +286,8 @@ STORED_ATTEMPT_COLUMNS = (
     ClassificationRow.confidence,
     DecisionRow.action,
     DecisionRow.clause,
+    ClassificationRow.checkpoint_basis,
+    ClassificationRow.last_checkpoint_at,
 )
 
 

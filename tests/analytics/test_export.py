@@ -15,7 +15,7 @@ from pyarrow import parquet
 from report_weeks import write_manifest
 
 THIS_WEEK = ("--since", "2026-11-09", "--until", "2026-11-16")
-TABLES = ["table7", "table6", "repeats", "attempts", "comparison_totals", "comparison_reasons"]
+TABLES = ["table7", "table6", "repeats", "attempts", "goodput_users", "goodput_jobs", "comparison_totals", "comparison_reasons"]
 
 
 def exported(tmp_path: Path, *options: str) -> tuple[dict[str, Any], Path]:
@@ -31,6 +31,11 @@ def test_every_table_reads_back_as_the_report_says(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet"))
     assert parquet.read_table(folder / "table7.parquet").to_pylist() == report["table7"]
     assert parquet.read_table(folder / "table6.parquet").to_pylist() == report["table6"]
+    users = [
+        {**u, "lost_by_reason": json.loads(u["lost_by_reason"])}
+        for u in parquet.read_table(folder / "goodput_users.parquet").to_pylist()
+    ]
+    assert users == report["goodput"]
     assert parquet.read_table(folder / "comparison_totals.parquet").to_pylist() == report["comparison"]["totals"]
     assert parquet.read_table(folder / "comparison_reasons.parquet").to_pylist() == report["comparison"]["reasons"]
     repeats = parquet.read_table(folder / "repeats.parquet").to_pylist()

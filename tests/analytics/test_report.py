@@ -135,7 +135,7 @@ def test_html_report_is_one_self_contained_page(tmp_path: Path) -> None:
     done = run_cli("report", str(manifest(tmp_path / "attempts.jsonl")), "--format", "html")
     assert done.returncode == 0, done.stderr
     page = done.stdout
-    assert page.lower().startswith("<!doctype html>") and page.count("<svg") == 3 and page.count("<table id=") == 3
+    assert page.lower().startswith("<!doctype html>") and page.count("<svg") == 3 and page.count("<table id=") == 4
     assert "<script" not in page and " src=" not in page and "<link" not in page  # nothing to fetch
     assert "Syntax error" in page and "runtime to failure" in page
 

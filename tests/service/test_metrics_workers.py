@@ -127,7 +127,7 @@ def waste_body() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def exercised(service: tuple[str, Path]) -> int:
-    """Classify requests until both workers have answered some, then the attempts and a
+    """Classify requests until both workers have answered some, then the attempts, the report and a
     waste report and watch; how many classify requests were sent."""
     base, shared = service
 
@@ -142,6 +142,7 @@ def exercised(service: tuple[str, Path]) -> int:
             sent += ROUND
     for body in attempts():
         assert httpx.post(f"{base}/v1/attempts", json=body, timeout=60).status_code == 201
+    assert httpx.get(f"{base}/v1/report", timeout=60).status_code == 200  # each user's figures
     report = {k: v for k, v in waste_body().items() if k != "now"}
     assert httpx.post(f"{base}/v1/waste/report", json=report, timeout=60).status_code == 200
     assert httpx.post(f"{base}/v1/waste/watch", json=waste_body(), timeout=60).json()["signals"]
@@ -170,6 +171,8 @@ def test_every_scrape_counts_every_worker(service: tuple[str, Path], exercised: 
     assert total(samples, "failclass_failed_attempts_total") == len(attempts())
     assert total(samples, "failclass_gpu_hours_lost_total", reason="gpu_ecc_error") == 2 * 2 * 8
     assert total(samples, "failclass_gpu_hours_lost_total", reason="cpu_oom") == 2 * 2 * 2
+    # Their logs save no checkpoint: lost since the last one is the whole attempt.
+    assert total(samples, "failclass_gpu_hours_lost_since_checkpoint_total", reason="gpu_ecc_error") == 2 * 2 * 8
 
     # The state gauges say what the store says.
     holds = httpx.get(f"{base}/v1/holds").json()["holds"]

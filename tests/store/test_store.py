@@ -66,6 +66,7 @@ def test_migrations_build_the_schema(store: Store) -> None:
         "notices",
     } <= tables
     assert "request_digest" in {c["name"] for c in inspect(store.engine).get_columns("attempts")}
+    assert {"checkpoint_basis", "last_checkpoint_at"} <= {c["name"] for c in inspect(store.engine).get_columns("classifications")}
     upgrade(store.engine)  # a second upgrade is a no-op
     assert current(store.engine) == HEAD
 

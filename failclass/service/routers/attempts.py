@@ -3,6 +3,7 @@ POST /v1/admissions (may this submission run?)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Annotated
 
@@ -10,7 +11,9 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 
 from failclass import usecases
+from failclass.analytics.goodput import last_save_in_text
 from failclass.attempts import Attempt, InvalidAttempt
+from failclass.classifier import Examination
 from failclass.contracts import Admitted, Decision
 from failclass.errors import IdempotencyConflict
 from failclass.service.bodies import JsonRoute
@@ -31,6 +34,14 @@ def _attempt(body: AttemptIn) -> Attempt:
         return body.to_attempt()
     except InvalidAttempt as exc:
         raise RequestValidationError([{"loc": ("body", exc.field), "msg": exc.problem, "type": "value_error"}]) from None
+
+
+def with_checkpoint(examined: Examination, attempt: Attempt, log: str) -> Examination:
+    """A failed attempt's examination with its log's last checkpoint save in its run (kept
+    with the classification: the report counts the GPU time lost since it)."""
+    if attempt.status == "passed" or attempt.start_time is None or attempt.end_time is None:
+        return examined
+    return dataclasses.replace(examined, checkpoint=last_save_in_text(log, attempt.start_time, attempt.end_time))
 
 
 def identity(body: AttemptIn, caller: str | None, header_key: str | None) -> RequestIdentity | None:
@@ -61,7 +72,7 @@ def report_attempt(
     number) answers the first answer with status 200; an idempotency key the caller used
     for another request answers 409."""
     attempt = _attempt(body)
-    examined = classifier.examine_bytes(body.log)
+    examined = with_checkpoint(classifier.examine_bytes(body.log), attempt, body.log)
     try:
         recorded = usecases.report_attempt(store, attempt, examined, policy, identity(body, caller, idempotency_key))
     except IdempotencyConflict as exc:
@@ -69,7 +80,7 @@ def report_attempt(
     if recorded.duplicate:
         response.status_code = 200
     else:
-        metrics.attempt_recorded(attempt, examined.classification, recorded.decision)
+        metrics.attempt_recorded(attempt, examined, recorded.decision)
         if request.app.state.notices is not None:
             request.app.state.notices.wake()  # the notices the decision queued, sent after this answer
     return AttemptOut(

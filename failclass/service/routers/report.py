@@ -14,7 +14,7 @@ from failclass.analytics.analysis import StoreSource, analyse, database_label
 from failclass.analytics.selection import parse_comparison, parse_selection
 from failclass.errors import InputError
 from failclass.service.bodies import JsonRoute
-from failclass.service.deps import ClassifierDep, Reader, SettingsDep, StoreDep
+from failclass.service.deps import ClassifierDep, MetricsDep, Reader, SettingsDep, StoreDep
 from failclass.service.errors import STORED, documented
 from failclass.service.fields import Moment, Period
 from failclass.service.responses import ReportOut
@@ -38,6 +38,7 @@ def report(
     store: StoreDep,
     classifier: ClassifierDep,
     settings: SettingsDep,
+    metrics: MetricsDep,
     _: Reader,
     since: Annotated[Moment | None, Query(description="ISO 8601 or a span before now: 7d, 12h, 90m")] = None,
     until: Annotated[Moment | None, Query(description="First time left out (as since); now by default")] = None,
@@ -52,9 +53,11 @@ def report(
     try:
         selection = parse_selection(since, until, user, vc, reason, status)
         against = parse_comparison(compare_to, selection)
-        analysis = analyse(StoreSource(store, database_label(settings.database_url)), selection, taxonomy, against)
+        source = StoreSource(store, database_label(settings.database_url))
+        analysis = analyse(source, selection, taxonomy, against, read_logs=False)  # no path a client named is opened
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None
+    metrics.report_built(analysis.report.goodput)
     if format == "html":
         from failclass.analytics.html import to_html  # matplotlib loads only here
 

@@ -1,0 +1,308 @@
+"""GPU time lost, counted as the field counts it: per failed attempt the work lost since its
+last checkpoint beside the Philly study's whole attempt, and per job and per user the
+Effective Training Time Ratio (ETTR) with a goodput breakdown.
+
+Sources (as text): Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN
+Training Workloads" (USENIX ATC 2019, https://www.usenix.org/conference/atc19/presentation/jeon)
+count a failure's cost as its runtime to failure x GPU demand (Table 7). Kokolis et al.
+(Meta), "Revisiting Reliability in Large-Scale Machine Learning Research Clusters" (HPCA 2025,
+https://arxiv.org/abs/2410.21680) define ETTR as a job's productive runtime over its wall
+time from submission, where queueing, restart overhead and the progress lost since the last
+checkpoint at each failure are unproductive. Wan et al. (ByteDance), "Robust LLM Training
+Infrastructure at ByteDance" (https://arxiv.org/abs/2509.16293) report ETTR the same way
+(97 % over a three-month job). Huawei's MindCluster guide names the lost part "training
+rollback time": from the last saved checkpoint to the fault
+(https://www.hiascend.com/document/detail/en/mindcluster/730/clustersched/schedulingug/dl_resume_005.html).
+
+The figures, per attempt ``i`` of a job (attempts in order; ``g`` its GPUs, at least 1 as
+Table 7 counts them; times from the attempt's facts):
+
+- whole (Philly): ``(end - start) x g``, for a failed attempt (what Table 7 counts).
+- since checkpoint: ``(end - c) x g`` where ``c`` is the time of the attempt's last
+  checkpoint save in ``[start, end]``. A save is a log line the waste half recognises as
+  one (the ``model_checkpointing`` cause of ``failclass/data/waste/causes.yaml``, read
+  through its loader), timed as the waste half times lines (failclass.waste.timeline). No
+  save in a log that was read: since ``start`` (the whole attempt). Saves without a time,
+  or no log at hand (store rows only, a path that is gone): the whole attempt, and the
+  row says which (``basis``). Where it is found: when the attempt is reported to the
+  service with its log (kept with its classification: store revision 0004), else when the
+  report is built, from the log paths the attempt names (manifests, the hook's records;
+  not in the service, which opens no path a client named). The hook finds none itself:
+  the waste causes loader loads numpy, which a hook run must not (tests/hook).
+- queue: ``start - submit`` of the first attempt, and of a later one from its submission,
+  where the submit time is known; x ``g``.
+- restarts: from the end of one attempt to the start (or the submission, where known) of
+  the next: the requeue; x the next attempt's ``g``.
+- idle: the job's idle GPU-hours as ``failclass waste`` measured them (its JSON report's
+  ``jobs[].idle_gpu_h``), where given; at most what the runs left productive.
+- wall: queue + restarts + the attempts' runtimes (GPU-hours): from the first submission
+  (else start) to the last end when the attempts do not overlap.
+- productive: the runtimes - since checkpoint (failed attempts) - idle.
+- ETTR: productive / wall, in GPU-hours; with one GPU count throughout, Meta's time ratio.
+
+A job counts where every attempt has a start and an end; per user, the sums over those
+jobs (ETTR weighted by GPU time) and the failed attempts of all of them."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast
+
+from failclass.analytics.records import AttemptRecord
+from failclass.errors import InputError
+
+if TYPE_CHECKING:  # the waste half loads where a log is read
+    from failclass.waste.timeline import Timeline
+
+CHECKPOINT_CAUSE = "model_checkpointing"  # the waste cause whose log lines are checkpoint saves
+HOUR = 3600.0
+Basis = Literal["checkpoint", "no checkpoint", "undated", "no log"]
+
+
+@cache
+def _is_save() -> Callable[[str], bool]:
+    """The checkpoint-save wording, as the waste causes loader reads it."""
+    from failclass.waste.causes import load_causes
+
+    cause = next(c for c in load_causes() if c.id == CHECKPOINT_CAUSE)
+    assert cause.log is not None
+    return cause.log.matches
+
+
+def last_save(logs: Iterable[str], start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
+    """The last checkpoint save in ``[start, end]`` of an attempt's logs (paths), and on what
+    basis the loss is counted from it (see the module's docstring)."""
+    from failclass.waste.timeline import read_timeline
+
+    found = [Path(log) for log in logs if Path(log).is_file()]
+    timelines = []
+    for path in found:
+        try:
+            timelines.append(read_timeline(path, _is_save(), _seconds(start)))
+        except InputError:
+            continue
+    return _last(timelines, start, end) if found else ("no log", None)
+
+
+def last_save_in_text(text: str, start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
+    """The same of a log given as text (a report to the service)."""
+    from failclass.waste.timeline import timeline_of
+
+    return _last([timeline_of(text.splitlines(), _is_save(), _seconds(start))], start, end)
+
+
+def _seconds(moment: datetime) -> float:
+    """A time as the log's times are read: one without a zone is UTC (failclass.waste.timeline
+    reads a log's stamps so, and the store keeps such a time so)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _last(timelines: Iterable[Timeline], start: datetime, end: datetime) -> tuple[Basis, datetime | None]:
+    saves: list[float] = []
+    undated = False
+    for timeline in timelines:
+        for line in timeline.lines:
+            if math.isnan(line.ts):
+                undated = True
+            elif _seconds(start) <= line.ts <= _seconds(end):
+                saves.append(line.ts)
+    if saves:
+        saved = datetime.fromtimestamp(max(saves), UTC)
+        return "checkpoint", saved.astimezone(start.tzinfo) if start.tzinfo else saved.replace(tzinfo=None)
+    return ("undated" if undated else "no checkpoint"), None
+
+
+@dataclass(frozen=True)
+class AttemptLoss:
+    """One failed attempt's GPU time lost: whole (Philly) and since its last checkpoint."""
+
+    job_id: str
+    attempt: int
+    user: str
+    reason: str
+    whole_gpu_h: float
+    since_checkpoint_gpu_h: float
+    basis: Basis
+    checkpoint_at: datetime | None
+
+
+@dataclass(frozen=True)
+class JobGoodput:
+    job_id: str
+    user: str
+    attempts: int
+    failed_attempts: int
+    wall_gpu_h: float
+    productive_gpu_h: float
+    failures_whole_gpu_h: float
+    failures_since_checkpoint_gpu_h: float
+    idle_gpu_h: float
+    restart_gpu_h: float
+    queue_gpu_h: float
+    ettr: float | None
+    lost_by_reason: dict[str, float] = field(default_factory=dict)  # since checkpoint, GPU-hours
+
+
+@dataclass(frozen=True)
+class UserGoodput:
+    """A user's jobs summed: GPU-hours lost to failures (since checkpoint and whole), to
+    idle, to restarts and queueing, and ETTR (None where no job has all its times)."""
+
+    user: str
+    jobs: int
+    failed_attempts: int
+    failures_since_checkpoint_gpu_h: float
+    failures_whole_gpu_h: float
+    idle_gpu_h: float
+    restart_gpu_h: float
+    queue_gpu_h: float
+    productive_gpu_h: float
+    wall_gpu_h: float
+    ettr: float | None
+    lost_by_reason: dict[str, float]
+    counted_from_checkpoint: int  # failed attempts whose log showed a dated checkpoint save
+    without_log: int  # failed attempts counted whole: no log at hand, or saves without a time
+
+
+def attempt_loss(record: AttemptRecord, reason: str, read_logs: bool = True) -> AttemptLoss | None:
+    """A failed attempt's loss; None without a start and an end. Not ``read_logs``: as if
+    no log were at hand."""
+    if record.start_time is None or record.end_time is None:
+        return None
+    demand = max(record.gpus, 1)
+    whole = (record.rtf_minutes or 0.0) / 60 * demand
+    if record.checkpoint_basis is not None:  # found when the attempt was reported with its log
+        basis, saved = cast(Basis, record.checkpoint_basis), record.last_checkpoint_at
+    else:
+        basis, saved = last_save(record.logs if read_logs else (), record.start_time, record.end_time)
+    since = whole if saved is None else (record.end_time - saved).total_seconds() / HOUR * demand
+    return AttemptLoss(record.job_id, record.attempt, record.user, reason, whole, since, basis, saved)
+
+
+def _waits(attempts: Sequence[AttemptRecord]) -> tuple[float, float]:
+    """(queue, restart) GPU-hours of a job's attempts, in order."""
+    queue = restart = 0.0
+    previous_end: datetime | None = None
+    for record in attempts:
+        assert record.start_time is not None and record.end_time is not None
+        demand = max(record.gpus, 1)
+        submitted = record.submit_time
+        if previous_end is not None:
+            resubmitted = min(max(submitted or record.start_time, previous_end), record.start_time)
+            restart += max((resubmitted - previous_end).total_seconds(), 0.0) / HOUR * demand
+            submitted = resubmitted
+        if submitted is not None:
+            queue += max((record.start_time - submitted).total_seconds(), 0.0) / HOUR * demand
+        previous_end = record.end_time
+    return queue, restart
+
+
+def job_goodput(
+    attempts: Sequence[AttemptRecord], losses: Mapping[int, AttemptLoss], idle_gpu_h: float | None
+) -> JobGoodput | None:
+    """A job's figures from its attempts (in order) and its failed attempts' losses (by
+    attempt number); None unless every attempt has a start and an end."""
+    if any(a.start_time is None or a.end_time is None for a in attempts):
+        return None
+    runs = sum((a.rtf_minutes or 0.0) / 60 * max(a.gpus, 1) for a in attempts)
+    queue, restart = _waits(attempts)
+    since = sum(loss.since_checkpoint_gpu_h for loss in losses.values())
+    idle = min(idle_gpu_h or 0.0, max(runs - since, 0.0))
+    productive = max(runs - since - idle, 0.0)
+    wall = runs + queue + restart
+    by_reason: dict[str, float] = defaultdict(float)
+    for loss in losses.values():
+        by_reason[loss.reason] += loss.since_checkpoint_gpu_h
+    return JobGoodput(
+        job_id=attempts[0].job_id,
+        user=attempts[0].user,
+        attempts=len(attempts),
+        failed_attempts=len(losses),
+        wall_gpu_h=wall,
+        productive_gpu_h=productive,
+        failures_whole_gpu_h=sum(loss.whole_gpu_h for loss in losses.values()),
+        failures_since_checkpoint_gpu_h=since,
+        idle_gpu_h=idle,
+        restart_gpu_h=restart,
+        queue_gpu_h=queue,
+        ettr=productive / wall if wall else None,
+        lost_by_reason=dict(by_reason),
+    )
+
+
+def goodput(
+    records: Sequence[AttemptRecord],
+    failures: Mapping[tuple[str, int], str],
+    idle: Mapping[str, float] | None = None,
+    read_logs: bool = True,
+) -> tuple[list[JobGoodput], list[UserGoodput]]:
+    """Per job and per user; ``failures`` maps (job, attempt) of each failed attempt to its
+    reason, ``idle`` a job to its idle GPU-hours (``failclass waste``'s measure);
+    ``read_logs`` False: the attempts' logs are not opened (the service's report: the paths
+    are its clients' words), and every failed attempt counts whole."""
+    by_job: dict[str, list[AttemptRecord]] = defaultdict(list)
+    for record in records:
+        by_job[record.job_id].append(record)
+    jobs: list[JobGoodput] = []
+    losses: list[AttemptLoss] = []
+    for job_id, attempts in sorted(by_job.items()):
+        attempts.sort(key=lambda r: r.attempt)
+        lost = {
+            a.attempt: loss
+            for a in attempts
+            if (a.job_id, a.attempt) in failures
+            and (loss := attempt_loss(a, failures[a.job_id, a.attempt], read_logs)) is not None
+        }
+        losses += lost.values()
+        job = job_goodput(attempts, lost, (idle or {}).get(job_id))
+        if job is not None:
+            jobs.append(job)
+    return jobs, _per_user(jobs, losses)
+
+
+def _per_user(jobs: Sequence[JobGoodput], losses: Sequence[AttemptLoss]) -> list[UserGoodput]:
+    users = sorted({j.user for j in jobs} | {loss.user for loss in losses})
+    rows = []
+    for user in users:
+        mine = [j for j in jobs if j.user == user]
+        lost = [loss for loss in losses if loss.user == user]
+        by_reason: dict[str, float] = defaultdict(float)
+        for loss in lost:
+            by_reason[loss.reason] += loss.since_checkpoint_gpu_h
+        productive, wall = sum(j.productive_gpu_h for j in mine), sum(j.wall_gpu_h for j in mine)
+        rows.append(
+            UserGoodput(
+                user=user,
+                jobs=len(mine),
+                failed_attempts=len(lost),
+                failures_since_checkpoint_gpu_h=round(sum(loss.since_checkpoint_gpu_h for loss in lost), 3),
+                failures_whole_gpu_h=round(sum(loss.whole_gpu_h for loss in lost), 3),
+                idle_gpu_h=round(sum(j.idle_gpu_h for j in mine), 3),
+                restart_gpu_h=round(sum(j.restart_gpu_h for j in mine), 3),
+                queue_gpu_h=round(sum(j.queue_gpu_h for j in mine), 3),
+                productive_gpu_h=round(productive, 3),
+                wall_gpu_h=round(wall, 3),
+                ettr=round(productive / wall, 4) if wall else None,
+                lost_by_reason={reason: round(hours, 3) for reason, hours in sorted(by_reason.items(), key=lambda kv: -kv[1])},
+                counted_from_checkpoint=sum(loss.basis == "checkpoint" for loss in lost),
+                without_log=sum(loss.basis in ("no log", "undated") for loss in lost),
+            )
+        )
+    return sorted(rows, key=lambda row: (-row.failures_since_checkpoint_gpu_h - row.idle_gpu_h, row.user))
+
+
+def idle_of_waste_report(path: Path) -> dict[str, float]:
+    """Job -> idle GPU-hours from a ``failclass waste report --format json`` file."""
+    import json
+
+    try:
+        jobs = json.loads(path.read_text())["jobs"]
+        return {str(job["job"]): float(job["idle_gpu_h"]) for job in jobs}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: not a `failclass waste` JSON report ({exc})") from None
