@@ -101,7 +101,7 @@ def test_a_job_declaring_a_blacklisted_input_is_refused_at_submission(slurm: Slu
     assert refused.returncode != 0
     assert f"failclass: reject: input {DATASET} is blacklisted" in refused.stderr
     (admission,) = [d for d in store.decisions(action="reject") if d.kind == "admission"]
-    assert admission["job_id"] == "uses-bad-data"
+    assert admission.job_id == "uses-bad-data"
 
     admitted = slurm.sbatch("#!/bin/bash\n#SBATCH --job-name=clean-data\n#FAILCLASS inputs /data/clean\necho fine\n")
     assert admitted.returncode == 0, admitted.stderr

@@ -86,8 +86,8 @@ sleep 120
     first, second = attempts_of(slurm, job_id, 2)
     assert (first.attempt, first.status, second.attempt, second.status) == (1, "failed", 2, "passed")
     found = first.classification
-    assert (found["reason"], found["rule_id"], found["source"]) == ("job_preempted", "slurm.node_fail", "scheduler")
-    assert any(e["text"].startswith(f"NodeName={dying} State=DOWN") for e in found["evidence"]), found["evidence"]
+    assert found is not None and (found.reason, found.rule_id, found.source) == ("job_preempted", "slurm.node_fail", "scheduler")
+    assert any(e.text.startswith(f"NodeName={dying} State=DOWN") for e in found.evidence), found.evidence
     assert first.decision is not None and first.decision.action == "retry"
     assert first.decision.explanation.counters["failure_of_signature"] == 1
     assert final["JobState"] == "COMPLETED" and final["Restarts"] == "1", final
