@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from readme import write_between
+from readme import readme_options, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIASES = {"inefficient_host_gpu_data_transfer": "inefficient_host_gpu_transfer"}
@@ -136,8 +136,7 @@ def table(counts: dict[str, Counter[str]]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", type=Path, nargs="+", help="trace folders (truth.json or planted.json beside the data)")
-    parser.add_argument("--readme", metavar="WHAT", help="write the table into README.md, saying WHAT the traces are")
-    parser.add_argument("--name", default="waste_causes", help="the README markers' name (default waste_causes)")
+    readme_options(parser, "waste_causes")
     args = parser.parse_args()
     counts, shares = score([read_trace(folder) for folder in args.traces])
     rows = table(counts)
@@ -145,9 +144,7 @@ def main() -> None:
         rows += ["", "| trace | headline share | truth | report | off by (points) |", "|---|---|---:|---:|---:|"]
         rows += [f"| {name} | {what} | {truth:.2f} | {got:.2f} | {abs(truth - got):.2f} |" for name, what, truth, got in shares]
     print("\n".join(rows))
-    if args.readme is not None:
-        heading = f"Written by `benchmarks/waste_causes.py --readme` ({args.readme}):"
-        write_between(args.name, [heading, "", *rows])
+    write_table(args, "benchmarks/waste_causes.py", rows)
 
 
 if __name__ == "__main__":

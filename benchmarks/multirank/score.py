@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from readme import write_between
+from readme import readme_options, write_table
 
 MEASURES = ("rank", "node", "reason", "cascade")
 TIMEOUT = 300
@@ -135,8 +135,7 @@ def misses(outcomes: list[Outcome]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", type=Path, nargs="+", help="folders of attempts (truth.json in each attempt)")
-    parser.add_argument("--readme", metavar="WHAT", help="write the tables into README.md, saying WHAT the attempts are")
-    parser.add_argument("--name", default="multirank", help="the README markers' name (default multirank)")
+    readme_options(parser, "multirank")
     args = parser.parse_args()
     attempts = find_attempts(args.corpus)
     if not attempts:
@@ -151,9 +150,7 @@ def main() -> None:
     errors = sum(outcome.answer is None for outcome in outcomes)
     summary = f"{len(outcomes)} attempts, {errors} without an answer"
     print("\n".join([*rows, "", summary, "", "Misses:", *misses(outcomes)]))
-    if args.readme is not None:
-        heading = f"Written by `benchmarks/multirank/score.py --readme` ({args.readme}; {summary}):"
-        write_between(args.name, [heading, "", *rows])
+    write_table(args, "benchmarks/multirank/score.py", rows, summary)
 
 
 if __name__ == "__main__":

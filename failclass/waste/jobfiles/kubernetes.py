@@ -37,7 +37,7 @@ def read_pods(document: dict[str, Any], path: Path) -> JobsFile:
     items = document.get("items") if document.get("kind") != "Pod" else [document]
     if not isinstance(items, list):
         raise InputError(f"{path}: a Kubernetes list without `items`")
-    groups: dict[str, list[JobAllocation]] = {}
+    groups: dict[tuple[str, str], list[JobAllocation]] = {}  # (job name, owner uid or "") -> its pods
     never = 0
     for number, pod in enumerate(items, 1):
         if not isinstance(pod, dict) or (pod.get("kind") not in (None, "Pod")):
@@ -48,14 +48,14 @@ def read_pods(document: dict[str, Any], path: Path) -> JobsFile:
             continue
         group, job = found
         groups.setdefault(group, []).append(job)
-    runs = [run for group, pods in groups.items() for run in _runs(group, pods)]
+    runs = [run for (name, owner), pods in groups.items() for run in _runs(name, owner, pods)]
     names = Counter(name for name, _ in runs)  # one name, owners one after the other: each named after its first pod
     jobs = [_merge(name if names[name] == 1 else _first(name, pods), pods) for name, pods in runs]
     notes = [f"{path}: {never} pods that never started (pending) left out"] if never else []
     return finish(path, "Kubernetes pods", jobs, notes)
 
 
-def _pod(pod: dict[str, Any], path: Path, number: int) -> tuple[str, JobAllocation] | None:
+def _pod(pod: dict[str, Any], path: Path, number: int) -> tuple[tuple[str, str], JobAllocation] | None:
     at = where(path, number)
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     namespace, name = meta.get("namespace") or "default", meta.get("name")
@@ -78,7 +78,7 @@ def _pod(pod: dict[str, Any], path: Path, number: int) -> tuple[str, JobAllocati
         start=start,
         end=_end(status, at),
     )
-    return (f"{namespace}/{group}\0{owner}" if group else job.job), job
+    return ((f"{namespace}/{group}", owner) if group else (job.job, "")), job
 
 
 def _controller_uid(meta: dict[str, Any]) -> str:
@@ -86,11 +86,10 @@ def _controller_uid(meta: dict[str, Any]) -> str:
     return next((str(o.get("uid") or "") for o in owners if isinstance(o, dict) and o.get("controller")), "")
 
 
-def _runs(group: str, pods: list[JobAllocation]) -> list[tuple[str, list[JobAllocation]]]:
+def _runs(name: str, owner: str, pods: list[JobAllocation]) -> list[tuple[str, list[JobAllocation]]]:
     """The jobs of one group: all its pods where the owner's uid is known; else each set of
     pods whose lifetimes overlap, named after the group where it is the only such set, else
     a single pod after itself."""
-    name, _, owner = group.partition("\0")
     if owner or len(pods) == 1:
         return [(name, pods)]
     runs: list[list[JobAllocation]] = []
