@@ -15,7 +15,7 @@ RECORDED = "recorded"
 
 
 @dataclass(frozen=True)
-class Recorded:
+class RecordedPass:
     """The answer about a passed attempt: recorded for the reports, nothing decided."""
 
     mode: Mode = "enforce"
@@ -28,7 +28,7 @@ class HookAnswer:
     """A decision (retry, retry_elsewhere, ..., hold, reject), an admission or a recorded
     pass, with the attempt's id, its classification and the log that spoke for it."""
 
-    decision: Decision | Admitted | Recorded
+    decision: Decision | Admitted | RecordedPass
     attempt_id: int | None = None
     classification: Classification | None = None
     log: str | None = None  # the log that spoke for the attempt (local decisions, not duplicates)
@@ -50,8 +50,8 @@ class HookAnswer:
 
     @classmethod
     def of_attempt(cls, decision: Decision | None, mode: Mode, **context: Any) -> HookAnswer:
-        """The answer about a recorded attempt: its decision, or Recorded for a passed one."""
-        return cls(decision or Recorded(mode, mode == "enforce"), **context)
+        """The answer about a recorded attempt: its decision, or RecordedPass for a passed one."""
+        return cls(decision or RecordedPass(mode, mode == "enforce"), **context)
 
     @classmethod
     def of_body(cls, body: Mapping[str, Any], **context: Any) -> HookAnswer:

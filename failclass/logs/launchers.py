@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from failclass.logs.ranks import Line, Stream, time_of
+from failclass.logs.ranks import RankLine, Stream, time_of
 
 _ROOT_CAUSE = "Root Cause (first observed failure):"
 _ENTRY = re.compile(r"^\s*\[\d+\]:\s*$")
@@ -20,7 +20,7 @@ _SRUN_ERROR = re.compile(r"^srun: error: (\S+): tasks? ([\d,-]+): (.*)$")
 
 
 @dataclass(frozen=True)
-class Report:
+class LauncherReport:
     """A launcher's word on one rank: from torchrun's failure table (``root``: its Root
     Cause entry), mpirun's first failed process, or srun's error lines."""
 
@@ -29,15 +29,15 @@ class Report:
     time: float | None = None
     root: bool = False
     exit_code: str = ""
-    line: Line | None = None
+    line: RankLine | None = None
     by: str = ""
     text: str = ""  # what the launcher printed of it (torchrun's table entry)
 
 
-def outside_tables(lines: list[Line]) -> list[Line]:
+def outside_tables(lines: list[RankLine]) -> list[RankLine]:
     """The lines without torchrun's failure tables (from the ``=====`` line before
     ``<script> FAILED`` to the next ``=====``): they repeat what the ranks printed."""
-    kept: list[Line] = []
+    kept: list[RankLine] = []
     index = 0
     while index < len(lines):
         text = lines[index].text
@@ -55,12 +55,12 @@ def launcher_only(stream: Stream) -> bool:
     return any(_ROOT_CAUSE in line.text or _MPI_FIRST.search(line.text) for line in stream.lines)
 
 
-def reports(lines: Iterable[Line]) -> list[Report]:
+def reports(lines: Iterable[RankLine]) -> list[LauncherReport]:
     """What launchers said of ranks: torchrun's failure table (Root Cause first), mpirun's
     first failed process, srun's errors (a task and its node; rank = task)."""
-    found: list[Report] = []
+    found: list[LauncherReport] = []
     entry: dict[str, str] = {}
-    entry_lines: list[Line] = []
+    entry_lines: list[RankLine] = []
     root = False
     expect_mpi = False
 
@@ -70,7 +70,7 @@ def reports(lines: Iterable[Line]) -> list[Report]:
             when = time_of(entry.get("time", ""))
             exit_code = entry.get("exitcode", "")
             text = "\n".join(line.text for line in entry_lines)
-            found.append(Report(int(m.group()), host, when, root, exit_code, entry_lines[0], "torchrun", text))
+            found.append(LauncherReport(int(m.group()), host, when, root, exit_code, entry_lines[0], "torchrun", text))
         entry.clear()
         entry_lines.clear()
 
@@ -95,13 +95,13 @@ def reports(lines: Iterable[Line]) -> list[Report]:
         if "The first process to do so was" in text:
             expect_mpi = True
         elif expect_mpi and (m := _MPI_FIRST.search(text)):
-            found.append(Report(int(m.group(1)), None, None, True, "", line, "mpirun"))
+            found.append(LauncherReport(int(m.group(1)), None, None, True, "", line, "mpirun"))
             expect_mpi = False
         if (m := _SRUN_ERROR.match(text)) is not None:
             for task in _task_list(m.group(2)):
                 exit_code = m.group(3)
                 failed = "Exited with exit code" in exit_code and not exit_code.endswith(" 0")
-                found.append(Report(task, m.group(1), line.time, failed, exit_code, line, "srun"))
+                found.append(LauncherReport(task, m.group(1), line.time, failed, exit_code, line, "srun"))
     close()
     return found
 

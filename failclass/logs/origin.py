@@ -26,7 +26,7 @@ from pathlib import Path
 from failclass.classifier import Classifier
 from failclass.contracts import AttemptAnswer, Classification, Evidence, Origin
 from failclass.errors import ConfigError
-from failclass.logs.launchers import Report, launcher_only, outside_tables
+from failclass.logs.launchers import LauncherReport, launcher_only, outside_tables
 from failclass.logs.launchers import reports as reports_of
 from failclass.logs.ranks import NCCL_PROCESS, Layout, Stream, rank_streams, read_lines
 from failclass.matching.roles import Role
@@ -98,7 +98,9 @@ class AttemptReader:
         return AttemptAnswer(self._in_files(chosen, classification), origin, *cascade)
 
     @staticmethod
-    def _silent(candidates: list[tuple[Stream, Classification]], reports: list[Report], top: int) -> tuple[Report, str] | None:
+    def _silent(
+        candidates: list[tuple[Stream, Classification]], reports: list[LauncherReport], top: int
+    ) -> tuple[LauncherReport, str] | None:
         """Where every rank that speaks only lost a peer (or was told to stop), the rank that
         said nothing: the one the launcher saw fail first, else the only one of the ranks
         known (from the logs and the launcher's table) that reported no failure: the others
@@ -115,7 +117,7 @@ class AttemptReader:
         return None
 
     def _reported(
-        self, report: Report | None, judged: list[tuple[Stream, Classification]], kinds: Mapping[int, int]
+        self, report: LauncherReport | None, judged: list[tuple[Stream, Classification]], kinds: Mapping[int, int]
     ) -> tuple[Classification, str | None]:
         """The answer for an origin whose own rank's lines name no failure, and the file of its
         first evidence line. Where a launcher saw it fail first (``report``): the strongest of
@@ -157,7 +159,7 @@ class AttemptReader:
             return STOPPED
         return DIED
 
-    def _first(self, first: list[tuple[Stream, Classification]], reports: list[Report], kind: int) -> tuple[Stream, str]:
+    def _first(self, first: list[tuple[Stream, Classification]], reports: list[LauncherReport], kind: int) -> tuple[Stream, str]:
         label = KINDS[kind]
         if len(first) == 1:
             return first[0][0], f"the only {'rank' if first[0][0].rank is not None else 'log'} that {label}"
@@ -174,13 +176,13 @@ class AttemptReader:
         return stream, f"strongest answer of {len(first)} ranks that {label} (no time, no launcher's word)"
 
     def _origin(
-        self, stream: Stream, found: Classification, reports: list[Report], task_nodes: Mapping[int, str | None], how: str
+        self, stream: Stream, found: Classification, reports: list[LauncherReport], task_nodes: Mapping[int, str | None], how: str
     ) -> Origin:
         evidence_line = stream.lines[found.evidence[0].line - 1] if found.evidence else stream.lines[-1]
         node = self._node(stream, reports, task_nodes)
         return Origin(stream.rank, node, _gpu(stream, found), evidence_line.path, evidence_line.number, how)
 
-    def _node(self, stream: Stream, reports: list[Report], task_nodes: Mapping[int, str | None]) -> str | None:
+    def _node(self, stream: Stream, reports: list[LauncherReport], task_nodes: Mapping[int, str | None]) -> str | None:
         named = self.layout.node_named
         for host in stream.hosts:
             if (node := named(host)) is not None:
@@ -200,7 +202,7 @@ class AttemptReader:
             return node
         return None if stream.rank is None else self.layout.node_of_rank(stream.rank)
 
-    def _reported_origin(self, report: Report, how: str, found: Classification, path: str | None) -> Origin:
+    def _reported_origin(self, report: LauncherReport, how: str, found: Classification, path: str | None) -> Origin:
         """The origin a launcher named, at the first line of the answer's evidence if its file
         is known (else at the launcher's own line)."""
         node = self.layout.node_named(report.host) or self.layout.node_of_rank(report.rank)
@@ -237,7 +239,7 @@ def _gpu(stream: Stream, found: Classification) -> int | None:
 
 
 def _cascade(
-    candidates: list[tuple[Stream, Classification]], reports: list[Report], origin: int | None, kinds: Mapping[int, int]
+    candidates: list[tuple[Stream, Classification]], reports: list[LauncherReport], origin: int | None, kinds: Mapping[int, int]
 ) -> tuple[tuple[int, ...], dict[str, int]]:
     """The other ranks that failed (those whose logs show it, and those only a launcher
     reports), and how many of them failed in each way."""

@@ -85,7 +85,7 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class Line:
+class RankLine:
     path: str
     number: int  # in its file, from 1
     text: str  # without the launcher's prefixes
@@ -111,7 +111,7 @@ class Stream:
 
     key: tuple[object, ...]
     rank: int | None
-    lines: list[Line] = field(default_factory=list)
+    lines: list[RankLine] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
     tasks: set[int] = field(default_factory=set)
 
@@ -232,7 +232,7 @@ def _among(token: str, allowed: frozenset[str] | None) -> bool:
 def rank_streams(files: Mapping[str, Sequence[str]], layout: Layout) -> list[Stream]:
     """Every file's lines, in per-rank streams (ordered as read within each file)."""
     numbered = _numbered(list(files))
-    tagged: list[tuple[Tag, Line]] = []
+    tagged: list[tuple[Tag, RankLine]] = []
     for path, lines in files.items():
         base = _file_tag(path, layout, numbered)
         labels = _labels(lines, layout)
@@ -242,11 +242,11 @@ def rank_streams(files: Mapping[str, Sequence[str]], layout: Layout) -> list[Str
                 tag.context = f"{path}#task{tag.task}"
             elif tag.host is not None and base.host is None:
                 tag.context = f"{path}#host{tag.host}"
-            tagged.append((tag, Line(path, number, text, time_of(text))))
+            tagged.append((tag, RankLine(path, number, text, time_of(text))))
     return _group(tagged)
 
 
-def _group(tagged: list[tuple[Tag, Line]]) -> list[Stream]:
+def _group(tagged: list[tuple[Tag, RankLine]]) -> list[Stream]:
     """Lines into streams by rank: a local rank, a Ray worker or an srun task resolved to the
     global rank where a line says both; where none can be, by local rank, process or file."""
     local_rank: dict[tuple[str, int], int] = {}

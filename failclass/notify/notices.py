@@ -57,12 +57,12 @@ def sample_notice(now: datetime) -> Notice:
 def enqueue(store: Outbox, notices: Sequence[Notice], settings: Notifications, now: datetime) -> list[Queueing]:
     """Queue each notice for each channel its kind is routed to (de-duplicated and
     rate-limited per channel); what became of each. No store work without a route."""
-    from failclass.store.outbox import Limits
+    from failclass.store.outbox import NoticeLimits
 
     routed = [(notice, channel) for notice in notices for channel in settings.channels_for(notice.kind)]
     if not routed:
         return []
-    limits = Limits(
+    limits = NoticeLimits(
         now - timedelta(hours=settings.dedup_hours),
         now - timedelta(minutes=settings.rate.window_minutes),
         settings.rate.per_job_and_kind,

@@ -23,7 +23,7 @@ LEASE = timedelta(minutes=5)  # a claimed notice is due again after this, should
 
 
 @dataclass(frozen=True)
-class Limits:
+class NoticeLimits:
     """What may be queued now: no key twice since ``dedup_since``, at most
     ``per_job_and_kind`` notices of one kind about one job since ``rate_since``."""
 
@@ -52,7 +52,7 @@ class Outbox:
         raise NotImplementedError
 
     def enqueue_notices(
-        self, routed: Sequence[tuple[Notice, str]], limits: Limits, now: datetime
+        self, routed: Sequence[tuple[Notice, str]], limits: NoticeLimits, now: datetime
     ) -> list[tuple[Notice, str, Queueing]]:
         """Queue each (notice, channel) unless its key was queued for that channel since
         ``limits.dedup_since`` or the job has had its share of that kind; what became of each."""
@@ -64,7 +64,7 @@ class Outbox:
         return done
 
     @staticmethod
-    def _queue(db: Transaction, notice: Notice, channel: str, limits: Limits, now: datetime) -> Queueing:
+    def _queue(db: Transaction, notice: Notice, channel: str, limits: NoticeLimits, now: datetime) -> Queueing:
         seen = db.one(
             'SELECT COUNT(*) FROM notices WHERE channel = ? AND "key" = ? AND created_at >= ?',
             channel,

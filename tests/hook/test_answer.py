@@ -4,7 +4,7 @@ and the answer's JSON is the decision contract that the service answers with."""
 from __future__ import annotations
 
 from failclass.contracts import ACTIONS, Admitted, Decision, Effects, Explanation, from_json, to_json
-from failclass.hook.answer import RECORDED, HookAnswer, Recorded
+from failclass.hook.answer import RECORDED, HookAnswer, RecordedPass
 from failclass.hook.backends import EXIT_CODES, exit_code
 
 WHY = Explanation("gpu_ecc_error", "gpu_ecc_error.xid_48", "reasons.gpu_ecc_error.action", "retry elsewhere", {"n": 1})
@@ -14,7 +14,7 @@ def test_every_action_has_its_own_exit_status_and_answers_without_one_exit_0() -
     assert set(EXIT_CODES) == {*ACTIONS, "admit", RECORDED}
     decided = [EXIT_CODES[action] for action in ACTIONS]
     assert len(set(decided)) == len(ACTIONS) and min(decided) == 10
-    assert exit_code(HookAnswer(Admitted())) == exit_code(HookAnswer(Recorded())) == 0
+    assert exit_code(HookAnswer(Admitted())) == exit_code(HookAnswer(RecordedPass())) == 0
     audit = Decision("no_retry", explanation=WHY).in_mode("audit")
     assert (audit.enforced, exit_code(HookAnswer(audit))) == (False, 0)
 

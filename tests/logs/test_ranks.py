@@ -15,7 +15,7 @@ from failclass.errors import ConfigError
 from failclass.history import Failure
 from failclass.logs.launchers import _task_list, reports
 from failclass.logs.origin import AttemptReader, peer_reasons, read_attempt
-from failclass.logs.ranks import Labels, Layout, Line, Tag, _labels, _parse, rank_streams, read_lines, time_of
+from failclass.logs.ranks import Labels, Layout, RankLine, Tag, _labels, _parse, rank_streams, read_lines, time_of
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.policy.decide import implicated_nodes
 
@@ -186,8 +186,8 @@ def test_the_decision_implicates_the_origin_node_not_every_node() -> None:
 
 
 def test_what_the_launchers_say() -> None:
-    def lines(name: str) -> list[Line]:
-        return [Line(name, n, text, time_of(text)) for n, text in enumerate(read_lines(DATA / name), 1)]
+    def lines(name: str) -> list[RankLine]:
+        return [RankLine(name, n, text, time_of(text)) for n, text in enumerate(read_lines(DATA / name), 1)]
 
     # Each torchrun agent prints its node's table: node-a's Root Cause is rank 3, a rank
     # that only lost its peer, a second after node-b's rank 5.
