@@ -35,6 +35,7 @@ class JobAllocation:
     log: Path | None = None
     counts: tuple[tuple[str, int], ...] = ()  # (node, GPUs held there, 0: not said) without their indices
     aliases: tuple[str, ...] = ()
+    parts: tuple[JobAllocation, ...] = ()  # pieces held over spans of their own (a Job's pods), placed each over its span
 
 
 @dataclass
@@ -111,7 +112,7 @@ def _placements(
     code = {name: index for index, name in enumerate(names)}
     low, high = float(samples.ts.min()), float(samples.ts.max())
     taken = np.zeros(len(order), dtype=bool)
-    live = [job for job in jobs if not (job.end < low or job.start > high)]
+    live = [(job.job, part) for job in jobs for part in (job.parts or (job,)) if not (part.end < low or part.start > high)]
 
     def rows(key: int, job: JobAllocation) -> np.ndarray:
         first, last = np.searchsorted(slots, key, "left"), np.searchsorted(slots, key, "right")
@@ -119,21 +120,21 @@ def _placements(
         hi = first + np.searchsorted(times[first:last], job.end, "right")
         return np.arange(lo, hi)[~taken[lo:hi]]
 
-    def place(job: JobAllocation, keys: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
+    def place(name: str, job: JobAllocation, keys: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
         for key in keys:
             found = rows(key, job)
             if len(found):
                 taken[found] = True
-                if job.job not in code:
-                    code[job.job] = len(names)
-                    names.append(job.job)
-                yield code[job.job], order[found]
+                if name not in code:
+                    code[name] = len(names)
+                    names.append(name)
+                yield code[name], order[found]
 
-    for job in live:
+    for name, job in live:
         keys = [node * _SLOT + gpu for node, gpu in ((find_node(n, known), g) for n, g in job.gpus) if node is not None]
-        yield from place(job, keys)
+        yield from place(name, job, keys)
     present = np.unique(slots)
-    for job in live:
+    for name, job in live:
         keys = []
         for node_name, count in job.counts:
             node = find_node(node_name, known)
@@ -141,14 +142,14 @@ def _placements(
                 continue
             free = [k for k in present[(present // _SLOT) == node].tolist() if len(rows(k, job))]
             if count and len(free) > count:
-                matching.ambiguous[job.job] = (
+                matching.ambiguous[name] = (
                     f"{count} GPUs on {node_name} without their indices, and {len(free)} of its GPUs held by no other job then"
                 )
                 continue
             if not count and free:
-                matching.whole_nodes.add(job.job)
+                matching.whole_nodes.add(name)
             keys += free
-        yield from place(job, keys)
+        yield from place(name, job, keys)
 
 
 def _tally(

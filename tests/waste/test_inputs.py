@@ -44,6 +44,20 @@ def test_a_count_on_a_node_takes_the_gpus_no_other_job_held_when_that_leaves_no_
     assert matching.ambiguous == {"counted": "2 GPUs on gpu01 without their indices, and 4 of its GPUs held by no other job then"}
 
 
+def test_the_pods_of_one_job_hold_their_gpus_only_while_each_pod_ran():
+    """A Job whose second pod started later on another node: its readings before that pod
+    started belong to no one, not to the job."""
+    samples = GpuSamples.from_rows(readings([("gpu01", 0), ("gpu02", 0)], range(0, 100, 10)), "t")
+    first = JobAllocation("ns/train-a", counts=(("gpu01", 1),), start=0, end=90)
+    later = JobAllocation("ns/train-b", counts=(("gpu02", 1),), start=50, end=90)
+    job = JobAllocation("ns/train", counts=(("gpu01", 1), ("gpu02", 1)), start=0, end=90, parts=(first, later))
+    tagged = assign(samples, [job])
+    held = {(tagged.nodes[n], float(t)) for n, t in zip(tagged.node.tolist(), tagged.ts.tolist(), strict=False)}
+    assert {t for node, t in held if node == "gpu02"} == {50.0, 60.0, 70.0, 80.0, 90.0}
+    assert {t for node, t in held if node == "gpu01"} == {float(t) for t in range(0, 100, 10)}
+    assert {tagged.jobs[code] for code in tagged.job.tolist()} == {"ns/train"}
+
+
 def test_labels_find_their_job_under_an_alias_and_nodes_under_their_short_name():
     rows = readings([("gpu01.cluster.local", 0)], range(0, 50, 10), job="3_0") + readings(
         [("10.0.0.7:9400", 1)], range(0, 50, 10)

@@ -150,6 +150,19 @@ def test_pods_under_one_job_name_are_one_job_only_while_it_exists(tmp_path):
     )
 
 
+def test_pods_under_one_name_without_a_uid_are_one_job_only_if_they_started_together(tmp_path):
+    """Parallel pods or replicas are created together; a pod that started an hour after the
+    first, while it still ran, is another Job that reused the name."""
+    pod = gpu_pod(1)
+    first, hour_later = ("2021-09-01T19:50:30Z", "2021-09-01T22:00:00Z"), ("2021-09-01T20:50:30Z", "2021-09-01T21:10:00Z")
+    path = tmp_path / "pods.json"
+    path.write_text(pods(retried(pod, "a-1", *first, None), retried(pod, "a-2", *hour_later, None)))
+    assert sorted(by_name(path)) == ["verrazzano-install/a-1", "verrazzano-install/a-2"]
+    path.write_text(pods(retried(pod, "a-1", *first, "u-1"), retried(pod, "a-2", *hour_later, "u-1")))
+    (one,) = read_jobs(path)  # one owner: one job, each pod's GPUs over its own lifetime
+    assert [(p.job, p.end - p.start) for p in one.parts] == [("verrazzano-install/a-1", 7770.0), ("verrazzano-install/a-2", 1170.0)]
+
+
 def test_a_jupyterhub_pod_is_interactive_and_names_its_user(tmp_path):
     pod = gpu_pod(1, component="singleuser-server")
     del pod["metadata"]["labels"]["job-name"]

@@ -5,10 +5,12 @@ A pod is named ``namespace/pod``, as DCGM's pod labels name its readings. The po
 Job or training job are one job ``namespace/job`` with each pod's name as an alias: the
 pods of one owner (its uid: the ``controller-uid`` labels or the controller's
 ``ownerReferences`` entry), or, where no uid is given, the pods under one job-name label
-(``batch.kubernetes.io/job-name``, ``job-name``, ``training.kubeflow.org/job-name``) whose
-lifetimes overlap. A Job's name is unique only while it exists: pods under one name that
-ran one after the other are jobs of their own, each named after its pod (no one held the
-GPUs between them). The GPUs are the containers' ``nvidia.com/gpu`` limits on ``spec.nodeName`` (the
+(``batch.kubernetes.io/job-name``, ``job-name``, ``training.kubeflow.org/job-name``) that
+started together (within GANG_S of the first, as a job's parallel pods or replicas are
+created) and while the others ran. A Job's name is unique only while it exists: pods under
+one name that ran one after the other, or that started long after the first, are jobs of
+their own, each named after its pod. Each pod's GPUs count as held over its own lifetime
+only. The GPUs are the containers' ``nvidia.com/gpu`` limits on ``spec.nodeName`` (the
 device plugin does not say which indices). The user is a label or annotation named
 ``user``, ``username`` or ``owner`` (``hub.jupyter.org/username``...), the cluster the
 namespace; a JupyterHub single-user server or a Kubeflow notebook is interactive. The pod
@@ -30,6 +32,7 @@ GPU = "nvidia.com/gpu"
 GROUPS = ("batch.kubernetes.io/job-name", "training.kubeflow.org/job-name", "job-name")
 OWNER_UIDS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 USER_KEYS = ("user", "username", "owner")
+GANG_S = 600.0  # pods of one job without a uid started within this of its first
 FINISHED = ("Succeeded", "Failed")
 
 
@@ -88,13 +91,13 @@ def _controller_uid(meta: dict[str, Any]) -> str:
 
 def _runs(name: str, owner: str, pods: list[JobAllocation]) -> list[tuple[str, list[JobAllocation]]]:
     """The jobs of one group: all its pods where the owner's uid is known; else each set of
-    pods whose lifetimes overlap, named after the group where it is the only such set, else
-    a single pod after itself."""
+    pods that started together while the others ran, named after the group where it is the
+    only such set, else a single pod after itself."""
     if owner or len(pods) == 1:
         return [(name, pods)]
     runs: list[list[JobAllocation]] = []
     for pod in sorted(pods, key=lambda p: p.start):
-        if runs and pod.start < max(p.end for p in runs[-1]):
+        if runs and pod.start < max(p.end for p in runs[-1]) and pod.start - runs[-1][0].start <= GANG_S:
             runs[-1].append(pod)
         else:
             runs.append([pod])
@@ -137,7 +140,8 @@ def _end(status: dict[str, Any], at: str) -> float | None:
 
 
 def _merge(name: str, pods: list[JobAllocation]) -> JobAllocation:
-    """One job of the pods of a Job: all their GPUs, from the first start to the last end."""
+    """One job of the pods of a Job: all their GPUs, from the first start to the last end,
+    each pod's GPUs placed over its own lifetime."""
     if len(pods) == 1 and pods[0].job == name:
         return pods[0]
     counts: dict[str, int] = {}
@@ -156,4 +160,5 @@ def _merge(name: str, pods: list[JobAllocation]) -> JobAllocation:
         None,
         tuple(counts.items()),
         tuple(p.job for p in pods),
+        tuple(pods),
     )
