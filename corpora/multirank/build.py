@@ -1,7 +1,7 @@
 """Make the multi-rank corpus: real launchers, one rank meeting a real fault, the others
 cascading for real, each attempt labelled with the truth.
 
-    python corpora/multirank/build.py [--only SUBSTRING]... [--styles STYLE,...] [--out DIR]
+    python corpora/multirank/build.py [--only SUBSTRING]... [--styles STYLE,...] [--out DIR] [--variant N]
 
 Every attempt of PLAN runs corpora/multirank/worker.py (copied to /tmp/multirank/train.py,
 so that every path the programs print is the same on every machine) under one launcher
@@ -78,21 +78,26 @@ SHAPES = {
 }
 
 
-def plan() -> list[Attempt]:
+def plan(variant: int = 0) -> list[Attempt]:
     """Each fault under each launcher family once or more; the shape, the failing rank
-    (any rank, not only 0), timestamps and hello lines drawn from a hash of the name."""
+    (any rank, not only 0), timestamps and hello lines drawn from a hash of the name. A
+    variant above 0 is a held-out set: its own draws, and the other half of the faults
+    under the styles that take every other one."""
     attempts = []
     for index, style in enumerate(STYLES):
         family = style.split("_")[0]
         for number, fault in enumerate(sorted(FAULTS)):
-            if (number + index) % 2 and style not in ("torchrun_stream", "srun_label"):
+            if (number + index + variant) % 2 and style not in ("torchrun_stream", "srun_label"):
                 continue  # the other styles take every other fault
-            draw = int(hashlib.sha1(f"{style}:{fault}".encode()).hexdigest(), 16)
+            key = f"{style}:{fault}" + (f":{variant}" if variant else "")
+            draw = int(hashlib.sha1(key.encode()).hexdigest(), 16)
             nodes, per_node = SHAPES[family][draw % len(SHAPES[family])]
             if fault == "hang":
                 nodes, per_node = SHAPES[family][0]  # a 15 s timeout per rank: kept small
             fail_rank = (draw >> 8) % (nodes * per_node)
-            attempts.append(Attempt(style, fault, nodes, per_node, fail_rank, (draw >> 16) % 2 == 1, (draw >> 20) % 3 == 0))
+            attempts.append(
+                Attempt(style, fault, nodes, per_node, fail_rank, (draw >> 16) % 2 == 1, (draw >> 20) % 3 == 0, variant)
+            )
     # Round robin over the styles, so that a build cut short still has every style.
     by_style = [[a for a in attempts if a.style == style] for style in STYLES]
     return [a for group in itertools.zip_longest(*by_style) for a in group if a is not None]
@@ -359,9 +364,10 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="only attempts whose name contains this (repeatable)")
     parser.add_argument("--styles", default=",".join(STYLES))
     parser.add_argument("--list", action="store_true", help="print the plan and stop")
+    parser.add_argument("--variant", type=int, default=0, help="a held-out plan (1, 2, ...): other draws, other faults")
     args = parser.parse_args()
     styles = args.styles.split(",")
-    attempts = [a for a in plan() if a.style in styles and (not args.only or any(part in a.name for part in args.only))]
+    attempts = [a for a in plan(args.variant) if a.style in styles and (not args.only or any(part in a.name for part in args.only))]
     if args.list:
         print("\n".join(a.name for a in attempts), f"\n{len(attempts)} attempts", sep="")
         return

@@ -1,7 +1,8 @@
 """What launchers say of the ranks they started: torchrun's failure table with its "Root
 Cause (first observed failure)" (each agent prints one for its node), mpirun's "The first
 process to do so was" (tests/data/ranks/), srun's ``srun: error: NODE: task N: Exited with
-exit code C`` (a real Slurm, tests/data/ranks/srun_label.out)."""
+exit code C`` (a real Slurm, tests/data/ranks/srun_label.out), whose first line of a task
+that ended of itself names the first to fail."""
 
 from __future__ import annotations
 
@@ -98,12 +99,20 @@ def reports(lines: Iterable[RankLine]) -> list[LauncherReport]:
             found.append(LauncherReport(int(m.group(1)), None, None, True, "", line, "mpirun"))
             expect_mpi = False
         if (m := _SRUN_ERROR.match(text)) is not None:
+            exit_code = m.group(3)
+            first = not any(r.root for r in found if r.by == "srun") and _failed_of_itself(exit_code)
             for task in _task_list(m.group(2)):
-                exit_code = m.group(3)
-                failed = "Exited with exit code" in exit_code and not exit_code.endswith(" 0")
-                found.append(LauncherReport(task, m.group(1), line.time, failed, exit_code, line, "srun"))
+                found.append(LauncherReport(task, m.group(1), line.time, first, exit_code, line, "srun"))
     close()
     return found
+
+
+def _failed_of_itself(status: str) -> bool:
+    """srun's word for a task that ended of itself (``Exited with exit code 1``,
+    ``Segmentation fault``, ``Killed``, ``Aborted``), not one srun terminated after another
+    task failed (``Terminated``, under ``--kill-on-bad-exit``) nor one that succeeded: the
+    first such line names the task that failed first, as srun saw them end."""
+    return status.strip() not in ("Terminated", "Exited with exit code 0")
 
 
 def _task_list(text: str) -> list[int]:

@@ -39,6 +39,8 @@ _GPU = re.compile(r"\bcudaDev (\d+)|\bcuda:(\d+)|\bGPU (\d+)\b|\bdevice[ =](\d+)
 CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(6)
 KINDS = ("named a cause", "got a cause from the model", "died", "lost a peer", "was told to stop", "showed no failure")
 SETTINGS = PACKAGE_DATA / "ranks.yaml"
+LAUNCHER_DEATH = "traceback_from_crash"  # a launcher's report that a rank died, and nothing else of it
+CRASH_SIGNAL = "core_dump"  # what a launcher's signal name alone ("task 5: Segmentation fault") reads as in a single log
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ class AttemptReader:
         first = min(named, key=lambda r: (r.time if r.time is not None else float("inf"), r.rank in spoke), default=None)
         if first is not None and first.rank not in spoke:
             return first, f"{first.by} saw it fail first ({first.exit_code or 'exit'}); no line of its rank names a failure"
-        known = {r.rank: r for r in reports if r.by == "torchrun"}
+        known = {r.rank: r for r in reports if r.by in ("torchrun", "srun")}
         quiet = [r for rank, r in known.items() if rank not in spoke]
         if top == PEER and len(quiet) == 1 and len(spoke) >= 2:
             return quiet[0], f"the one rank of {len(known)} that reported no failure while the others lost a peer"
@@ -134,7 +136,30 @@ class AttemptReader:
                 evidence = tuple(Evidence(first + e.line - 1, e.text) for e in found.evidence)
                 options.append((replace(found, evidence=evidence), report.line.path))
         options = [o for o in options if o[0].reason != NO_SIGNATURE] or [self._placed(s, c) for s, c in judged]
-        return max(options, key=lambda o: self.classifier.strength(o[0]), default=(self.classifier.classify_bytes(b""), None))
+        best = max(options, key=lambda o: self.classifier.strength(o[0]), default=(self.classifier.classify_bytes(b""), None))
+        if report is not None and report.line is not None and _only_the_death(best[0], report.line.text, self.peer):
+            return self._death(best[0], report), report.line.path
+        return best
+
+    def _death(self, found: Classification, report: LauncherReport) -> Classification:
+        """A rank that printed nothing of its failure, only its launcher's word that it died
+        (an exit code, a signal): traceback_from_crash, as docs/TAXONOMY.md has it ("only a
+        parent's or launcher's report that a child died"); what its peers printed after it
+        are consequences."""
+        assert report.line is not None
+        reason = self.classifier.ruleset.taxonomy[LAUNCHER_DEATH]
+        return replace(
+            found,
+            reason=reason.id,
+            reason_name=reason.name,
+            categories=reason.categories,
+            source="launcher",
+            rule_id=None,
+            why=f"Only {report.by}'s report that rank {report.rank} died ({report.exit_code or 'exit'}) survived; "
+            "its own output, or the node's logs, hold the cause.",
+            evidence=(Evidence(report.line.number, report.line.text),),
+            also_matched=(),
+        )
 
     def _placed(self, stream: Stream, found: Classification) -> tuple[Classification, str | None]:
         """A stream's classification numbered as in its files, and its first evidence line's file."""
@@ -155,7 +180,13 @@ class AttemptReader:
         if self.classifier.roles.get(classification.rule_id or "") is Role.CAUSE:
             return CAUSE
         ended = self.classifier.ruleset.endings.names_no_cause
-        if any(ended(e.text) for e in classification.evidence) or any(ended(line.text) for line in stream.lines[-20:]):
+        if any(ended(e.text) for e in classification.evidence):
+            return STOPPED
+        # told to stop before its failure (a SIGTERM, a cancelled step): a stop printed after
+        # it (srun's step cancelled once the rank had died) is its consequence
+        failed_at = classification.evidence[0].line if classification.evidence else len(stream.lines) + 1
+        tail = range(max(0, len(stream.lines) - 20), len(stream.lines))
+        if any(ended(stream.lines[i].text) for i in tail if i + 1 < failed_at):
             return STOPPED
         return DIED
 
@@ -216,6 +247,13 @@ class AttemptReader:
         """The classification with its evidence numbered as in the files."""
         evidence = tuple(Evidence(stream.lines[e.line - 1].number, e.text) for e in found.evidence)
         return replace(found, evidence=evidence)
+
+
+def _only_the_death(found: Classification, report_line: str, peer: frozenset[str]) -> bool:
+    """Whether an answer says no more than that the rank died: nothing, its peers' loss, or
+    the launcher's own line naming the signal."""
+    named_by_launcher = found.reason == CRASH_SIGNAL and any(e.text == report_line for e in found.evidence)
+    return found.reason == NO_SIGNATURE or found.reason in peer or named_by_launcher
 
 
 def _first_time(stream: Stream, found: Classification) -> float | None:

@@ -3,6 +3,7 @@ here (tests/data/ranks/README.md) and real lines of public logs (their sources b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,42 @@ def test_where_from_the_facts_and_from_srun(classifier: Classifier) -> None:
     assert attempt_of(classifier, "srun_pertask", layout=pods).origin == Origin(
         1, "gpu-node-7", None, str(DATA / "srun_pertask/pertask-1-vm-1.out"), 12, "the only rank that named a cause"
     )
+
+
+MULTIRANK = ROOT / "corpora" / "multirank" / "attempts"
+
+
+def corpus_attempt(classifier: Classifier, name: str) -> AttemptAnswer:
+    """An attempt of the multi-rank corpus (a real Slurm, real torch.distributed) read with its facts."""
+    truth = json.loads((MULTIRANK / name / "truth.json").read_text())
+    facts = truth["facts"]
+    layout = Layout(tuple(facts["nodes"]), facts.get("tasks_per_node"))
+    return read_attempt(classifier, [MULTIRANK / name / f for f in truth["files"]], layout)
+
+
+def test_a_rank_that_died_silently_is_the_one_srun_saw_end_first(classifier: Classifier) -> None:
+    # Rank 3 was SIGKILLed and printed nothing; ranks 0 and 2 then lost their peer in gloo,
+    # rank 1 printed only a c10 warning and its steps; srun -K terminated the rest.
+    answer = corpus_attempt(classifier, "srun_label__sigkill__r3of4__0")
+    assert answer.origin is not None and (answer.origin.rank, answer.origin.node) == (3, "node2")
+    found = answer.classification
+    assert (found.reason, found.source) == ("traceback_from_crash", "launcher")
+    assert found.evidence[0].text == "srun: error: node2: task 3: Killed"
+    assert answer.cascade_kinds == {"lost a peer": 2, "reported by its launcher": 1}
+
+
+def test_a_rank_killed_by_its_own_fault_before_the_step_was_cancelled_died_of_itself(classifier: Classifier) -> None:
+    # Rank 0's file ends with slurmstepd's "STEP ... CANCELLED" after its segfault: a consequence.
+    answer = corpus_attempt(classifier, "srun_files__sigsegv_reported__r0of8__0")
+    assert answer.origin is not None and (answer.origin.rank, answer.origin.node) == (0, "node1")
+    assert answer.classification.reason == "core_dump"
+
+
+def test_a_hung_rank_under_srun_is_the_one_no_other_rank_waited_for(classifier: Classifier) -> None:
+    # Rank 0 hung: rank 1 timed out and exited first; srun lists every task.
+    answer = corpus_attempt(classifier, "srun_label__hang__r0of4__0")
+    assert answer.origin is not None and answer.origin.rank == 0
+    assert answer.classification.reason == "mpi_runtime_failure"
 
 
 def test_times_as_each_format_writes_them() -> None:
