@@ -367,7 +367,9 @@ def main() -> None:
     parser.add_argument("--variant", type=int, default=0, help="a held-out plan (1, 2, ...): other draws, other faults")
     args = parser.parse_args()
     styles = args.styles.split(",")
-    attempts = [a for a in plan(args.variant) if a.style in styles and (not args.only or any(part in a.name for part in args.only))]
+    attempts = [
+        a for a in plan(args.variant) if a.style in styles and (not args.only or any(part in a.name for part in args.only))
+    ]
     if args.list:
         print("\n".join(a.name for a in attempts), f"\n{len(attempts)} attempts", sep="")
         return

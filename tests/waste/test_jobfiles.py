@@ -160,7 +160,10 @@ def test_pods_under_one_name_without_a_uid_are_one_job_only_if_they_started_toge
     assert sorted(by_name(path)) == ["verrazzano-install/a-1", "verrazzano-install/a-2"]
     path.write_text(pods(retried(pod, "a-1", *first, "u-1"), retried(pod, "a-2", *hour_later, "u-1")))
     (one,) = read_jobs(path)  # one owner: one job, each pod's GPUs over its own lifetime
-    assert [(p.job, p.end - p.start) for p in one.parts] == [("verrazzano-install/a-1", 7770.0), ("verrazzano-install/a-2", 1170.0)]
+    assert [(p.job, p.end - p.start) for p in one.parts] == [
+        ("verrazzano-install/a-1", 7770.0),
+        ("verrazzano-install/a-2", 1170.0),
+    ]
 
 
 def test_a_jupyterhub_pod_is_interactive_and_names_its_user(tmp_path):
