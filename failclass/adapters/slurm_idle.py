@@ -1,7 +1,8 @@
 """The idle watch's signals carried out on Slurm: a warning is written into the job's
 output with ``scontrol notify``; a release notifies, marks the job's comment (so that
 failclass's epilog does not take the cancellation for a failure and requeue it), then
-``scancel``s the job."""
+``scancel``s the job; a hung job is cancelled with its own mark, which the epilog does
+not skip: its attempt is decided as a failure."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from collections.abc import Callable
 
 from failclass.adapters.slurm import RELEASED
 from failclass.limits import LIMITS
-from failclass.waste.watch import RELEASE, Signal
+from failclass.waste.watch import CANCEL, RELEASE, Signal
+
+HUNG_MARK = "failclass: hung"
 
 Run = Callable[[list[str]], subprocess.CompletedProcess[str]]
 
@@ -25,8 +28,9 @@ def act(signal: Signal, run: Run = _run) -> list[str]:
     if signal.gpus and signal.action != RELEASE:
         message += f" (GPUs {', '.join(signal.gpus)})"
     commands = [["scontrol", "notify", signal.job, message]]
-    if signal.action == RELEASE:
-        comment = f"{RELEASED}: {signal.reason}".replace('"', "'")[: LIMITS.slurm_comment_chars]
+    if signal.action in (RELEASE, CANCEL):
+        mark = RELEASED if signal.action == RELEASE else HUNG_MARK
+        comment = f"{mark}: {signal.reason}".replace('"', "'")[: LIMITS.slurm_comment_chars]
         commands += [["scontrol", "update", f"JobId={signal.job}", f"Comment={comment}"], ["scancel", signal.job]]
     done = []
     for command in commands:

@@ -192,6 +192,27 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
     help="Minutes idle after a finished-training line before a release.",
 )
 @click.option(
+    "--hung-after",
+    type=click.FloatRange(min=1),
+    default=30.0,
+    show_default=True,
+    help="Minutes with every GPU idle and the log unwritten, after GPU work, before a job is called hung.",
+)
+@click.option(
+    "--hung-cancel-after",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Minutes hung before the job is cancelled (its attempt then decided as a failure).",
+)
+@click.option(
+    "--stale-after",
+    type=click.FloatRange(min=1),
+    default=10.0,
+    show_default=True,
+    help="Minutes without a reading after which a job gets no idle signal (a silent exporter is not an idle GPU).",
+)
+@click.option(
     "--kind",
     "kinds",
     multiple=True,
@@ -221,20 +242,35 @@ def watch_command(
     release_after: float,
     never_used_after: float,
     unreleased_grace: float,
+    hung_after: float,
+    hung_cancel_after: float,
+    stale_after: float,
     kinds: tuple[str, ...],
     act: str,
     fmt: str,
 ) -> None:
     """Signals for running jobs: warn or release idle interactive jobs, flag never-used GPUs,
-    release jobs whose training finished (run it every few minutes, e.g. from cron)."""
+    release jobs whose training finished, cancel hung jobs (run it every few minutes, e.g.
+    from cron)."""
     from failclass.waste.jobfiles import read_jobs
     from failclass.waste.watch import WatchPolicy, watch_files
 
     if release_after < warn_after:
         raise click.UsageError("--release-after must not be shorter than --warn-after")
+    if hung_cancel_after < hung_after:
+        raise click.UsageError("--hung-cancel-after must not be shorter than --hung-after")
     if bool(jobs_file) == jobs_from_slurm:
         raise click.UsageError("give --jobs FILE or --jobs-from-slurm, one of the two")
-    policy = WatchPolicy(warn_after * 60, release_after * 60, kinds, never_used_after * 60, unreleased_grace * 60)
+    policy = WatchPolicy(
+        warn_after * 60,
+        release_after * 60,
+        kinds,
+        never_used_after * 60,
+        unreleased_grace * 60,
+        hung_after_s=hung_after * 60,
+        hung_cancel_s=hung_cancel_after * 60,
+        stale_after_s=stale_after * 60,
+    )
     moment = (now if now is None or now.tzinfo else now.replace(tzinfo=UTC)) or datetime.now(UTC)
     try:
         if jobs_from_slurm:
@@ -262,4 +298,5 @@ def watch_command(
         if fmt == "json":
             click.echo(json.dumps({**asdict(signal), "done": done}))
         else:
-            click.echo(f"{signal.action} {signal.job}: {signal.reason}" + "".join(f"\n    {line}" for line in done))
+            quoted = "".join(f"\n    | {line[:200]}" for line in signal.evidence)
+            click.echo(f"{signal.action} {signal.job}: {signal.reason}{quoted}" + "".join(f"\n    {line}" for line in done))

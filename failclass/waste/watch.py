@@ -5,7 +5,15 @@ readings (and logs), by an operator's policy.
   have all done no work for ``warn_idle_s``, then ``release_idle_s``;
 - ``never_used``: a job past its first ``never_used_after_s`` with a GPU it never touched;
 - ``release`` an unreleased job: its log said training finished, its GPUs have been idle
-  since, for ``unreleased_grace_s``.
+  since, for ``unreleased_grace_s``;
+- ``hung`` then ``cancel``: a job that did GPU work, then whose GPUs have all done none
+  and whose log has not been written to for ``hung_after_s``, then ``hung_cancel_s``
+  (the NCCL hang, the dead data loader, the deadlock: neither failed nor idle by choice).
+  Cancelled, its attempt ends as a failure, so the scheduler's retry and failclass's
+  decision run on it.
+
+A job with no reading for ``stale_after_s`` gets no idle signal: a silent exporter is not
+an idle GPU.
 
 Jobs that ended before now (their ``end`` in the jobs file) are not watched.
 
@@ -27,7 +35,8 @@ from failclass.waste.causes import Cause
 from failclass.waste.samples import GpuSamples
 from failclass.waste.timeline import Timeline
 
-WARN, RELEASE, NEVER_USED = "warn", "release", "never_used"
+WARN, RELEASE, NEVER_USED, HUNG, CANCEL = "warn", "release", "never_used", "hung", "cancel"
+LAST_LINES = 5  # of a hung job's log, quoted
 
 
 @dataclass(frozen=True)
@@ -38,12 +47,23 @@ class WatchPolicy:
     never_used_after_s: float = 10 * 60
     unreleased_grace_s: float = 15 * 60
     idle_needs_free_memory: bool = False
+    hung_after_s: float = 30 * 60
+    hung_cancel_s: float = 60 * 60
+    stale_after_s: float = 10 * 60
+
+
+@dataclass(frozen=True)
+class LogActivity:
+    """A running job's log: when it was last written to and its last lines."""
+
+    written: float
+    last_lines: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Signal:
     job: str
-    action: str  # warn, release, never_used
+    action: str  # warn, release, never_used, hung, cancel
     reason: str  # a sentence for the job's owner and the operator
     gpus: tuple[str, ...]  # node:index
     idle_s: float
@@ -57,9 +77,10 @@ def watch(
     policy: WatchPolicy,
     finished: Cause | None = None,
     timelines: Mapping[str, Timeline] | None = None,
+    activity: Mapping[str, LogActivity] | None = None,
 ) -> list[Signal]:
     """Signals for the running jobs whose readings are in ``samples`` (readings after
-    ``now`` ignored, jobs that ended before it not watched)."""
+    ``now`` ignored, jobs that ended before it not watched); ``activity``: their logs'."""
     table = samples.take(np.flatnonzero(samples.ts <= now)).sorted()
     signals = []
     for code in np.unique(table.job):
@@ -68,8 +89,35 @@ def watch(
         if not name or job.end < now:
             continue
         rows = np.flatnonzero(table.job == code)
-        signals += _job_signals(table, rows, job, now, policy, finished, (timelines or {}).get(name))
+        if now - float(table.ts[rows].max()) > policy.stale_after_s:
+            continue
+        found = _job_signals(table, rows, job, now, policy, finished, (timelines or {}).get(name))
+        hung = _hung(job, table, rows, now, policy, (activity or {}).get(name))
+        signals += [*found, hung] if hung is not None and not any(s.action == RELEASE for s in found) else found
     return signals
+
+
+def _hung(
+    job: JobAllocation, table: GpuSamples, rows: np.ndarray, now: float, policy: WatchPolicy, log: LogActivity | None
+) -> Signal | None:
+    """A job that worked, then stopped: every GPU idle and the log unwritten for ``hung_after_s``."""
+    if log is None or job.kind in policy.kinds:  # a watched kind idles by choice: warned and released instead
+        return None
+    worked = rows[table.util[rows] > 0]
+    if not len(worked):
+        return None
+    idle_s = now - float(table.ts[worked].max())
+    silent_s = now - log.written
+    stalled = min(idle_s, silent_s)
+    if stalled < policy.hung_after_s:
+        return None
+    gpus = tuple(dict.fromkeys(f"{table.nodes[n]}:{g}" for n, g in zip(table.node[rows], table.gpu[rows], strict=False)))
+    action = CANCEL if stalled >= policy.hung_cancel_s else HUNG
+    reason = (
+        f"no GPU work for {idle_s / 60:.0f} min and no log line for {silent_s / 60:.0f} min after it had worked; "
+        f"hung jobs are cancelled after {policy.hung_cancel_s / 60:.0f} min, so that their attempt is decided"
+    )
+    return Signal(job.job, action, reason, gpus, stalled, log.last_lines)
 
 
 def _job_signals(
@@ -132,6 +180,19 @@ def watch_files(signals: Sequence[Path], jobs: Sequence[JobAllocation], now: flo
 
     finished = next(cause for cause in load_causes() if cause.id == "unreleased_job")
     assert finished.log is not None
-    timelines = {job.job: read_timeline(job.log, finished.log.matches) for job in jobs if job.log and job.log.is_file()}
+    logged = [job for job in jobs if job.log and job.log.is_file()]
+    timelines = {job.job: read_timeline(job.log, finished.log.matches) for job in logged if job.log}
+    activity = {job.job: log_activity(job.log) for job in logged if job.log}
     by_name = {job.job: job for job in jobs}
-    return watch(assign(read_signals(signals), list(jobs)), by_name, now, policy, finished, timelines)
+    return watch(assign(read_signals(signals), list(jobs)), by_name, now, policy, finished, timelines, activity)
+
+
+def log_activity(path: Path, tail_bytes: int = 16384) -> LogActivity:
+    """When the log was last written (its modification time) and its last lines."""
+    with path.open("rb") as stream:
+        size = stream.seek(0, 2)
+        stream.seek(max(0, size - tail_bytes))
+        text = stream.read().decode("utf-8", errors="replace")
+        written = path.stat().st_mtime
+    lines = [line.rstrip("\r") for line in text.split("\n") if line.strip()]
+    return LogActivity(written, tuple(lines[-LAST_LINES:]))

@@ -1,5 +1,6 @@
 """The idle watch against a real Slurm: an idle interactive job is warned in its own
-output (scontrol notify) and, past the release limit, cancelled (scancel)."""
+output (scontrol notify) and, past the release limit, cancelled (scancel); a hung batch
+job is cancelled so that failclass's epilog decides its attempt."""
 
 from __future__ import annotations
 
@@ -81,6 +82,46 @@ def test_an_idle_notebook_past_the_release_limit_is_cancelled_by_the_hook(slurm:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"release {job_id}: no GPU work for 75 min")
     assert slurm.wait_final(job_id, timeout=60)["JobState"] == "CANCELLED"
+
+
+def test_a_hung_job_is_cancelled_and_its_attempt_decided_by_the_epilog(slurm: Slurm, tmp_path: Path) -> None:
+    """A real process that printed its steps, then stopped printing (a hang), with its GPU
+    busy 10 minutes and then idle in the readings; judged 70 minutes after its last line."""
+    from failclass.store.repository import Store
+
+    script = (
+        "#!/bin/bash\n#SBATCH --job-name=stuck\n#SBATCH --no-requeue\necho step 1 loss 2.31\necho step 2 loss 2.07\nsleep 300\n"
+    )
+    job_id = slurm.sbatch(script).stdout.strip()
+    log = slurm.base / "jobs" / f"stuck-{job_id}.out"
+    deadline = time.monotonic() + 60
+    while slurm.job(job_id).get("JobState") != "RUNNING" or "step 2" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, slurm.job(job_id)
+        time.sleep(0.5)
+    judged = datetime.fromtimestamp(log.stat().st_mtime, UTC).replace(microsecond=0) + timedelta(minutes=70)
+    start = judged - timedelta(minutes=80)
+    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
+    moment = start
+    while moment <= judged:
+        busy = moment < start + timedelta(minutes=10)
+        lines.append(f"{moment:%Y/%m/%d %H:%M:%S}.000, 0, {60 if busy else 0} %, 8000 MiB, 40960 MiB")
+        moment += timedelta(seconds=15)
+    (tmp_path / f"{slurm.host}.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "jobs.csv").write_text(
+        f"job,user,kind,gpus,start,log\n{job_id},ana,batch,{slurm.host}:0,{start.isoformat()},{log}\n"
+    )
+    command = [sys.executable, "-m", "failclass", "waste", "watch", str(tmp_path / f"{slurm.host}.csv")]
+    command += ["--jobs", str(tmp_path / "jobs.csv"), "--now", judged.isoformat(), "--act", "slurm"]
+    done = subprocess.run(command, capture_output=True, text=True, env=slurm.env, cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"cancel {job_id}: no GPU work for 70 min and no log line for 70 min after it had worked")
+    assert "| step 2 loss 2.07" in done.stdout  # its last lines, quoted
+    final = slurm.wait_final(job_id, timeout=60)
+    assert final["JobState"] == "CANCELLED" and final["Comment"].startswith("failclass: hung: no GPU work")
+    deadline = time.monotonic() + 30
+    while not (attempts := Store.open(f"sqlite:///{slurm.base / 'failclass.db'}").job(job_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert len(attempts) == 1 and attempts[0].decision is not None  # not skipped as a release: decided
 
 
 def test_running_jobs_are_read_from_the_real_scontrol_show_job_d(slurm: Slurm) -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from conftest import ROOT
+
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import load_causes
 from failclass.waste.samples import GpuSamples
 from failclass.waste.timeline import timeline_of
-from failclass.waste.watch import NEVER_USED, RELEASE, WARN, WatchPolicy, watch
+from failclass.waste.watch import CANCEL, HUNG, NEVER_USED, RELEASE, WARN, LogActivity, WatchPolicy, log_activity, watch
 
 START = 1_700_000_000.0
 POLICY = WatchPolicy(warn_idle_s=1800, release_idle_s=3600)
@@ -72,3 +77,48 @@ def test_a_job_that_ended_is_not_watched_however_long_it_idled():
     ended = {"nb": JobAllocation("nb", kind="interactive", start=START, end=now - 1)}
     assert watch(samples, ended, now, POLICY) == []
     assert watch(samples, ended, now + 5 * 365 * 86400, POLICY) == []  # years later: still nothing
+
+
+HANG_LOG = ROOT / "corpora" / "multirank" / "attempts" / "srun_label__hang__r0of4__0" / "job.log"
+
+
+def hung_job(tmp_path: Path, written_min_ago: float, now: float) -> dict[str, LogActivity]:
+    """A real job log (its first steps, before the hang) last written ``written_min_ago``."""
+    log = tmp_path / "job.log"
+    log.write_text("".join(HANG_LOG.read_text().splitlines(keepends=True)[:12]))
+    os.utime(log, (now - written_min_ago * 60, now - written_min_ago * 60))
+    return {"nb": log_activity(log)}
+
+
+def test_a_job_that_worked_then_stopped_with_its_log_silent_is_hung_then_cancelled(tmp_path: Path) -> None:
+    samples = readings("nb", 10, 50)
+    now = float(samples.ts.max())
+    jobs = {"nb": JobAllocation("nb", kind="batch", start=START)}
+    hung = watch(samples, jobs, now, POLICY, activity=hung_job(tmp_path, 40, now))
+    assert [(s.action, round(s.idle_s / 60)) for s in hung] == [(HUNG, 40)]
+    assert hung[0].reason.startswith("no GPU work for 40 min and no log line for 40 min after it had worked")
+    assert hung[0].evidence == tuple(HANG_LOG.read_text().splitlines()[7:12])  # its last lines, quoted
+    # Still writing to its log (a long CPU phase, an evaluation printing): not hung.
+    assert watch(samples, jobs, now, POLICY, activity=hung_job(tmp_path, 2, now)) == []
+    later = readings("nb", 10, 80)
+    cancelled = watch(later, jobs, float(later.ts.max()), POLICY, activity=hung_job(tmp_path, 70, float(later.ts.max())))
+    assert [s.action for s in cancelled] == [CANCEL]
+
+
+def test_a_job_that_never_worked_or_idles_by_choice_is_not_hung(tmp_path: Path) -> None:
+    never = readings("nb", 0, 50)
+    now = float(never.ts.max())
+    batch = {"nb": JobAllocation("nb", kind="batch", start=START)}
+    assert watch(never, batch, now, POLICY, activity=hung_job(tmp_path, 40, now)) == []
+    notebook = {"nb": JobAllocation("nb", kind="interactive", start=START)}
+    samples = readings("nb", 10, 50)
+    found = watch(samples, notebook, float(samples.ts.max()), POLICY, activity=hung_job(tmp_path, 40, float(samples.ts.max())))
+    assert [s.action for s in found] == [WARN]
+
+
+def test_no_reading_for_a_while_is_not_an_idle_gpu(tmp_path: Path) -> None:
+    samples = readings("nb", 10, 80)
+    stale_now = float(samples.ts.max()) + 11 * 60  # the exporter stopped 11 minutes ago
+    notebook = {"nb": JobAllocation("nb", kind="interactive", start=START)}
+    assert watch(samples, notebook, stale_now, POLICY) == []
+    assert [s.action for s in watch(samples, notebook, float(samples.ts.max()), POLICY)] == [RELEASE]
