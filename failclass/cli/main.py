@@ -12,6 +12,7 @@ from failclass.cli.analytics import report, simulate
 from failclass.cli.batch import batch
 from failclass.cli.classify import classify
 from failclass.cli.common import StoreProblem
+from failclass.cli.diff import diff
 from failclass.cli.hook import hook
 from failclass.cli.model import evaluate_command, label, train
 from failclass.cli.notify import notify
@@ -107,6 +108,7 @@ hook.add_command(watch_command, "idle-watch")  # the same command, where schedul
 
 for command in (
     classify,
+    diff,
     rules,
     policy,
     train,
