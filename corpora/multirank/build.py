@@ -78,6 +78,10 @@ SHAPES = {
 }
 
 
+# The README's 64-rank example: srun --label over 4 nodes of 16 tasks, rank 37 meets a missing input.
+EXAMPLE = Attempt("srun_label", "missing_input", 4, 16, 37, logging=True)
+
+
 def plan(variant: int = 0) -> list[Attempt]:
     """Each fault under each launcher family once or more; the shape, the failing rank
     (any rank, not only 0), timestamps and hello lines drawn from a hash of the name. A
@@ -365,10 +369,13 @@ def main() -> None:
     parser.add_argument("--styles", default=",".join(STYLES))
     parser.add_argument("--list", action="store_true", help="print the plan and stop")
     parser.add_argument("--variant", type=int, default=0, help="a held-out plan (1, 2, ...): other draws, other faults")
+    parser.add_argument("--example", action="store_true", help="build only the README's 64-rank attempt (EXAMPLE)")
     args = parser.parse_args()
     styles = args.styles.split(",")
     attempts = [
-        a for a in plan(args.variant) if a.style in styles and (not args.only or any(part in a.name for part in args.only))
+        a
+        for a in ([EXAMPLE] if args.example else plan(args.variant))
+        if a.style in styles and (not args.only or any(part in a.name for part in args.only))
     ]
     if args.list:
         print("\n".join(a.name for a in attempts), f"\n{len(attempts)} attempts", sep="")
