@@ -1,6 +1,7 @@
 """What launchers say of the ranks they started: torchrun's failure table with its "Root
 Cause (first observed failure)" (each agent prints one for its node), mpirun's "The first
-process to do so was" (tests/data/ranks/), srun's ``srun: error: NODE: task N: Exited with
+process to do so was" (tests/data/ranks/) and "mpirun noticed that process rank N ...
+exited on signal S" (the process whose end aborted the job), srun's ``srun: error: NODE: task N: Exited with
 exit code C`` (a real Slurm, tests/data/ranks/srun_label.out), whose first line of a task
 that ended of itself names the first to fail."""
 
@@ -18,6 +19,10 @@ _FIELD = re.compile(r"^\s+(time|host|rank|exitcode|error_file)\s*: (.*)$")
 _MPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\]")
 _RULE = re.compile(r"^={20,}\s*$")
 _SRUN_ERROR = re.compile(r"^srun: error: (\S+): tasks? ([\d,-]+): (.*)$")
+_MPI_NOTICED = re.compile(
+    r"(?:mpirun|mpiexec|prterun) noticed that process rank (\d+) with PID \d+ on node (\S+) "
+    r"exited on (signal \d+ \([^)]*\)|non-zero status \d+)"
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,8 @@ def reports(lines: Iterable[RankLine]) -> list[LauncherReport]:
         elif expect_mpi and (m := _MPI_FIRST.search(text)):
             found.append(LauncherReport(int(m.group(1)), None, None, True, "", line, "mpirun"))
             expect_mpi = False
+        if (m := _MPI_NOTICED.search(text)) is not None:  # the process whose end aborted the job
+            found.append(LauncherReport(int(m.group(1)), m.group(2), None, True, m.group(3), line, "mpirun"))
         if (m := _SRUN_ERROR.match(text)) is not None:
             exit_code = m.group(3)
             first = not any(r.root for r in found if r.by == "srun") and _failed_of_itself(exit_code)

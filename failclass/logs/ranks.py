@@ -76,6 +76,14 @@ class Layout:
         short = host.split(".")[0]
         return next((n for n in self.nodes if n.split(".")[0] == short), host)
 
+    def rank_of(self, host: str, local: int) -> int | None:
+        """The global rank of a node's local rank, where the facts say the node's place and
+        how many ranks each node runs."""
+        node = self.node_named(host)
+        if not self.tasks_per_node or node not in self.nodes or local >= self.tasks_per_node:
+            return None
+        return self.nodes.index(node) * self.tasks_per_node + local
+
     def node_of_rank(self, rank: int) -> str | None:
         if len(self.nodes) == 1:
             return self.nodes[0]
@@ -243,10 +251,10 @@ def rank_streams(files: Mapping[str, Sequence[str]], layout: Layout) -> list[Str
             elif tag.host is not None and base.host is None:
                 tag.context = f"{path}#host{tag.host}"
             tagged.append((tag, RankLine(path, number, text, time_of(text))))
-    return _group(tagged)
+    return _group(tagged, layout)
 
 
-def _group(tagged: list[tuple[Tag, RankLine]]) -> list[Stream]:
+def _group(tagged: list[tuple[Tag, RankLine]], layout: Layout) -> list[Stream]:
     """Lines into streams by rank: a local rank, a Ray worker or an srun task resolved to the
     global rank where a line says both; where none can be, by local rank, process or file."""
     local_rank: dict[tuple[str, int], int] = {}
@@ -267,6 +275,8 @@ def _group(tagged: list[tuple[Tag, RankLine]]) -> list[Stream]:
             rank = local_rank.get((tag.context, tag.local))
             if rank is None and len(contexts) == 1:
                 rank = tag.local  # one torchrun: its local ranks are the ranks
+            if rank is None and tag.host is not None:
+                rank = layout.rank_of(tag.host, tag.local)  # a node's torchrun, its place in the facts
         if rank is None and tag.pid is not None:
             rank = process_rank.get((tag.host, tag.pid))
         if rank is None and tag.task is not None and (tag.context.split("#")[0], tag.task) not in agents:

@@ -128,6 +128,22 @@ def test_a_rank_killed_by_its_own_fault_before_the_step_was_cancelled_died_of_it
     assert answer.classification.reason == "core_dump"
 
 
+def test_a_rank_mpirun_noticed_dying_of_a_signal_is_the_origin(classifier: Classifier) -> None:
+    # Rank 0 read address 0 and printed nothing; the others lost their peer in gloo.
+    answer = corpus_attempt(classifier, "mpirun_tag__sigsegv__r0of4__0")
+    assert answer.origin is not None and answer.origin.rank == 0
+    assert answer.classification.reason == "traceback_from_crash"
+    assert "exited on signal 11 (Segmentation fault)" in answer.classification.evidence[0].text
+
+
+def test_a_node_s_local_rank_is_placed_by_the_facts(classifier: Classifier) -> None:
+    # torchrun --log-dir on node2: local rank 0's files say no global rank; node2 is the
+    # second node of two ranks each, so it is rank 2.
+    answer = corpus_attempt(classifier, "torchrun_logdir__abort_reported__r2of4__0")
+    assert answer.origin is not None and (answer.origin.rank, answer.origin.node) == (2, "node2")
+    assert answer.classification.reason == "core_dump"
+
+
 def test_a_hung_rank_under_srun_is_the_one_no_other_rank_waited_for(classifier: Classifier) -> None:
     # Rank 0 hung: rank 1 timed out and exited first; srun lists every task.
     answer = corpus_attempt(classifier, "srun_label__hang__r0of4__0")
