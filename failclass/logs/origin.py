@@ -89,7 +89,8 @@ class AttemptReader:
         top = min(kinds[id(s)] for s, _ in candidates)
         first = [(s, c) for s, c in candidates if kinds[id(s)] == top]
         chosen, how = self._first(first, reports, top)
-        if top >= PEER and (silent := self._silent(candidates, reports, top)) is not None:
+        seen = [s for s, _ in judged if s.rank is not None]
+        if top >= PEER and (silent := self._silent(candidates, reports, top, seen)) is not None:
             report, how = silent
             found, path = self._reported(report if report.root else None, judged, kinds)
             origin = self._reported_origin(report, how, found, path)
@@ -99,20 +100,21 @@ class AttemptReader:
         cascade = _cascade(candidates, reports, chosen.rank, kinds)
         return AttemptAnswer(self._in_files(chosen, classification), origin, *cascade)
 
-    @staticmethod
     def _silent(
-        candidates: list[tuple[Stream, Classification]], reports: list[LauncherReport], top: int
+        self, candidates: list[tuple[Stream, Classification]], reports: list[LauncherReport], top: int, seen: list[Stream]
     ) -> tuple[LauncherReport, str] | None:
         """Where every rank that speaks only lost a peer (or was told to stop), the rank that
         said nothing: the one the launcher saw fail first, else the only one of the ranks
-        known (from the logs and the launcher's table) that reported no failure: the others
-        waited on it."""
+        known (from the facts' nodes and ranks per node, the launchers' tables and the ranks
+        ``seen`` in the logs) that reported no failure: the others waited on it."""
         spoke = {s.rank for s, _ in candidates}
         named = [r for r in reports if r.root or r.by == "mpirun"]  # each torchrun agent names its node's first
         first = min(named, key=lambda r: (r.time if r.time is not None else float("inf"), r.rank in spoke), default=None)
         if first is not None and first.rank not in spoke:
             return first, f"{first.by} saw it fail first ({first.exit_code or 'exit'}); no line of its rank names a failure"
-        known = {r.rank: r for r in reports if r.by in ("torchrun", "srun")}
+        known = {rank: LauncherReport(rank, by="facts") for rank in range(self.layout.world_size or 0)}
+        known |= {s.rank: _quiet(s) for s in seen if s.rank is not None}
+        known |= {r.rank: r for r in reports if r.by in ("torchrun", "srun")}
         quiet = [r for rank, r in known.items() if rank not in spoke]
         if top == PEER and len(quiet) == 1 and len(spoke) >= 2:
             return quiet[0], f"the one rank of {len(known)} that reported no failure while the others lost a peer"
@@ -247,6 +249,12 @@ class AttemptReader:
         """The classification with its evidence numbered as in the files."""
         evidence = tuple(Evidence(stream.lines[e.line - 1].number, e.text) for e in found.evidence)
         return replace(found, evidence=evidence)
+
+
+def _quiet(stream: Stream) -> LauncherReport:
+    """A rank the logs show, that no launcher reported: at its last line."""
+    assert stream.rank is not None
+    return LauncherReport(stream.rank, stream.hosts[0] if stream.hosts else None, line=stream.lines[-1], by="log")
 
 
 def _only_the_death(found: Classification, report_line: str, peer: frozenset[str]) -> bool:

@@ -76,6 +76,11 @@ class Layout:
         short = host.split(".")[0]
         return next((n for n in self.nodes if n.split(".")[0] == short), host)
 
+    @property
+    def world_size(self) -> int | None:
+        """How many ranks the facts say the attempt ran."""
+        return len(self.nodes) * self.tasks_per_node if self.nodes and self.tasks_per_node else None
+
     def rank_of(self, host: str, local: int) -> int | None:
         """The global rank of a node's local rank, where the facts say the node's place and
         how many ranks each node runs."""

@@ -136,6 +136,13 @@ def test_a_rank_mpirun_noticed_dying_of_a_signal_is_the_origin(classifier: Class
     assert "exited on signal 11 (Segmentation fault)" in answer.classification.evidence[0].text
 
 
+def test_a_hung_rank_that_printed_nothing_is_the_one_of_the_facts_ranks_that_said_nothing(classifier: Classifier) -> None:
+    # mpirun, 4 ranks on one node: rank 1 hung without a line; ranks 0, 2, 3 timed out.
+    answer = corpus_attempt(classifier, "mpirun_tag__hang__r1of4__0")
+    assert answer.origin is not None and answer.origin.rank == 1
+    assert answer.classification.reason == "mpi_runtime_failure"
+
+
 def test_a_node_s_local_rank_is_placed_by_the_facts(classifier: Classifier) -> None:
     # torchrun --log-dir on node2: local rank 0's files say no global rank; node2 is the
     # second node of two ranks each, so it is rank 2.
