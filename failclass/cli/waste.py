@@ -6,12 +6,16 @@ import json
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from failclass.cli.common import ConfigProblem, configured, input_failure
 from failclass.cli.extras import needs
 from failclass.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from failclass.waste.watch import Signal, WatchPolicy
 
 
 @click.group()
@@ -238,39 +242,20 @@ def watch_command(
     jobs_file: Path | None,
     jobs_from_slurm: bool,
     now: datetime | None,
-    warn_after: float,
-    release_after: float,
-    never_used_after: float,
-    unreleased_grace: float,
-    hung_after: float,
-    hung_cancel_after: float,
-    stale_after: float,
     kinds: tuple[str, ...],
     act: str,
     fmt: str,
+    **minutes: float,
 ) -> None:
     """Signals for running jobs: warn or release idle interactive jobs, flag never-used GPUs,
     release jobs whose training finished, cancel hung jobs (run it every few minutes, e.g.
     from cron)."""
     from failclass.waste.jobfiles import read_jobs
-    from failclass.waste.watch import WatchPolicy, watch_files
+    from failclass.waste.watch import watch_files
 
-    if release_after < warn_after:
-        raise click.UsageError("--release-after must not be shorter than --warn-after")
-    if hung_cancel_after < hung_after:
-        raise click.UsageError("--hung-cancel-after must not be shorter than --hung-after")
     if bool(jobs_file) == jobs_from_slurm:
         raise click.UsageError("give --jobs FILE or --jobs-from-slurm, one of the two")
-    policy = WatchPolicy(
-        warn_after * 60,
-        release_after * 60,
-        kinds,
-        never_used_after * 60,
-        unreleased_grace * 60,
-        hung_after_s=hung_after * 60,
-        hung_cancel_s=hung_cancel_after * 60,
-        stale_after_s=stale_after * 60,
-    )
+    policy = _watch_policy(minutes, kinds)
     moment = (now if now is None or now.tzinfo else now.replace(tzinfo=UTC)) or datetime.now(UTC)
     try:
         if jobs_from_slurm:
@@ -290,13 +275,38 @@ def watch_command(
         now_text = moment.astimezone(UTC).isoformat(timespec="minutes")
         click.echo(f"{len(ended)} of {len(jobs)} jobs had ended by {now_text} (the last at {last}): not watched", err=True)
     for signal in found:
-        done = []
-        if act == "slurm":
-            from failclass.adapters.slurm_idle import act as act_on_slurm
+        _carry_out(signal, act, fmt)
 
-            done = act_on_slurm(signal)
-        if fmt == "json":
-            click.echo(json.dumps({**asdict(signal), "done": done}))
-        else:
-            quoted = "".join(f"\n    | {line[:200]}" for line in signal.evidence)
-            click.echo(f"{signal.action} {signal.job}: {signal.reason}{quoted}" + "".join(f"\n    {line}" for line in done))
+
+def _watch_policy(minutes: dict[str, float], kinds: tuple[str, ...]) -> WatchPolicy:
+    """The watch's limits from the command's minutes (each pair in order)."""
+    from failclass.waste.watch import WatchPolicy
+
+    if minutes["release_after"] < minutes["warn_after"]:
+        raise click.UsageError("--release-after must not be shorter than --warn-after")
+    if minutes["hung_cancel_after"] < minutes["hung_after"]:
+        raise click.UsageError("--hung-cancel-after must not be shorter than --hung-after")
+    return WatchPolicy(
+        minutes["warn_after"] * 60,
+        minutes["release_after"] * 60,
+        kinds,
+        minutes["never_used_after"] * 60,
+        minutes["unreleased_grace"] * 60,
+        hung_after_s=minutes["hung_after"] * 60,
+        hung_cancel_s=minutes["hung_cancel_after"] * 60,
+        stale_after_s=minutes["stale_after"] * 60,
+    )
+
+
+def _carry_out(signal: Signal, act: str, fmt: str) -> None:
+    """Act on a signal (``--act slurm``) and print it with what was done: a hung job's last lines quoted."""
+    done = []
+    if act == "slurm":
+        from failclass.adapters.slurm_idle import act as act_on_slurm
+
+        done = act_on_slurm(signal)
+    if fmt == "json":
+        click.echo(json.dumps({**asdict(signal), "done": done}))
+    else:
+        quoted = "".join(f"\n    | {line[:200]}" for line in signal.evidence)
+        click.echo(f"{signal.action} {signal.job}: {signal.reason}{quoted}" + "".join(f"\n    {line}" for line in done))

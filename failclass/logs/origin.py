@@ -39,20 +39,21 @@ _GPU = re.compile(r"\bcudaDev (\d+)|\bcuda:(\d+)|\bGPU (\d+)\b|\bdevice[ =](\d+)
 CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(6)
 KINDS = ("named a cause", "got a cause from the model", "died", "lost a peer", "was told to stop", "showed no failure")
 SETTINGS = PACKAGE_DATA / "ranks.yaml"
-LAUNCHER_DEATH = "traceback_from_crash"  # a launcher's report that a rank died, and nothing else of it
-CRASH_SIGNAL = "core_dump"  # what a launcher's signal name alone ("task 5: Segmentation fault") reads as in a single log
 
 
 @dataclass(frozen=True)
 class RanksFile:
-    """ranks.yaml: the reasons a rank reports when a peer died or hung."""
+    """ranks.yaml: the reasons a rank reports when a peer died or hung; the reason of a rank
+    known only from its launcher's word that it died, and what that word alone reads as."""
 
     peer_reasons: tuple[str, ...]
+    launcher_death: str
+    crash_signal: str
 
 
 @cache
-def peer_reasons(path: Path = SETTINGS) -> frozenset[str]:
-    return frozenset(load(path, RanksFile, "the ranks settings").peer_reasons)
+def ranks_settings(path: Path = SETTINGS) -> RanksFile:
+    return load(path, RanksFile, "the ranks settings")
 
 
 class AttemptReader:
@@ -61,10 +62,12 @@ class AttemptReader:
     def __init__(self, classifier: Classifier, layout: Layout | None = None) -> None:
         self.classifier = classifier
         self.layout = layout or Layout()
-        self.peer = peer_reasons()
-        unknown = sorted(self.peer - set(classifier.ruleset.taxonomy.reasons))
+        self.settings = ranks_settings()
+        self.peer = frozenset(self.settings.peer_reasons)
+        named = {*self.peer, self.settings.launcher_death, self.settings.crash_signal}
+        unknown = sorted(named - set(classifier.ruleset.taxonomy.reasons))
         if unknown:
-            raise ConfigError(f"{SETTINGS}: peer_reasons: unknown reasons {unknown}")
+            raise ConfigError(f"{SETTINGS}: unknown reasons {unknown}")
 
     def answer(self, files: Mapping[str, Sequence[str]]) -> AttemptAnswer:
         """One answer for the attempt: the origin rank's classification, the origin, the cascade."""
@@ -139,7 +142,7 @@ class AttemptReader:
                 options.append((replace(found, evidence=evidence), report.line.path))
         options = [o for o in options if o[0].reason != NO_SIGNATURE] or [self._placed(s, c) for s, c in judged]
         best = max(options, key=lambda o: self.classifier.strength(o[0]), default=(self.classifier.classify_bytes(b""), None))
-        if report is not None and report.line is not None and _only_the_death(best[0], report.line.text, self.peer):
+        if report is not None and report.line is not None and self._only_the_death(best[0], report.line.text):
             return self._death(best[0], report), report.line.path
         return best
 
@@ -149,7 +152,7 @@ class AttemptReader:
         parent's or launcher's report that a child died"); what its peers printed after it
         are consequences."""
         assert report.line is not None
-        reason = self.classifier.ruleset.taxonomy[LAUNCHER_DEATH]
+        reason = self.classifier.ruleset.taxonomy[self.settings.launcher_death]
         return replace(
             found,
             reason=reason.id,
@@ -162,6 +165,12 @@ class AttemptReader:
             evidence=(Evidence(report.line.number, report.line.text),),
             also_matched=(),
         )
+
+    def _only_the_death(self, found: Classification, report_line: str) -> bool:
+        """Whether an answer says no more than that the rank died: nothing, its peers' loss,
+        or the launcher's own line naming the signal."""
+        by_launcher = found.reason == self.settings.crash_signal and any(e.text == report_line for e in found.evidence)
+        return found.reason == NO_SIGNATURE or found.reason in self.peer or by_launcher
 
     def _placed(self, stream: Stream, found: Classification) -> tuple[Classification, str | None]:
         """A stream's classification numbered as in its files, and its first evidence line's file."""
@@ -255,13 +264,6 @@ def _quiet(stream: Stream) -> LauncherReport:
     """A rank the logs show, that no launcher reported: at its last line."""
     assert stream.rank is not None
     return LauncherReport(stream.rank, stream.hosts[0] if stream.hosts else None, line=stream.lines[-1], by="log")
-
-
-def _only_the_death(found: Classification, report_line: str, peer: frozenset[str]) -> bool:
-    """Whether an answer says no more than that the rank died: nothing, its peers' loss, or
-    the launcher's own line naming the signal."""
-    named_by_launcher = found.reason == CRASH_SIGNAL and any(e.text == report_line for e in found.evidence)
-    return found.reason == NO_SIGNATURE or found.reason in peer or named_by_launcher
 
 
 def _first_time(stream: Stream, found: Classification) -> float | None:

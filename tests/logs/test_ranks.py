@@ -15,7 +15,7 @@ from failclass.contracts import AttemptAnswer, Classification, Evidence, Origin,
 from failclass.errors import ConfigError
 from failclass.history import Failure
 from failclass.logs.launchers import _task_list, reports
-from failclass.logs.origin import AttemptReader, peer_reasons, read_attempt
+from failclass.logs.origin import AttemptReader, ranks_settings, read_attempt
 from failclass.logs.ranks import Labels, Layout, RankLine, Tag, _labels, _parse, rank_streams, read_lines, time_of
 from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.policy.decide import implicated_nodes
@@ -217,12 +217,14 @@ def test_layout_from_the_attempt_facts() -> None:
         Layout.of({"nodes": ["a"], "tasks_per_node": "8"})
 
 
-def test_the_peer_reasons_are_data_and_the_taxonomys(classifier: Classifier, tmp_path: Path) -> None:
-    assert peer_reasons() and set(builtin_taxonomy().reasons) >= peer_reasons()
+def test_the_reasons_a_multi_rank_answer_names_are_data_and_the_taxonomys(classifier: Classifier, tmp_path: Path) -> None:
+    settings = ranks_settings()
+    named = {*settings.peer_reasons, settings.launcher_death, settings.crash_signal}
+    assert settings.peer_reasons and set(builtin_taxonomy().reasons) >= named
     wrong = tmp_path / "ranks.yaml"
-    wrong.write_text("peer_reasons: mpi_runtime_failure\n")  # a string, not a list
+    wrong.write_text("peer_reasons: mpi_runtime_failure\nlauncher_death: a\ncrash_signal: b\n")  # a string, not a list
     with pytest.raises(ConfigError, match="peer_reasons"):
-        peer_reasons(wrong)
+        ranks_settings(wrong)
 
 
 def test_the_answer_travels_as_json() -> None:
