@@ -92,12 +92,7 @@ attempt_options = [
         help="Ranks per node: ranks 0 to N-1 ran on the first --node, N to 2N-1 on the second...",
     ),
     click.option(
-        "--pod",
-        "pods",
-        multiple=True,
-        metavar="NAME=NODE",
-        callback=read_pods,
-        help="A pod of the attempt and the node it ran on (repeatable).",
+        "--pod", "pods", multiple=True, metavar="NAME=NODE", callback=read_pods, help="A pod and its node (repeatable)."
     ),
     click.option("--exit-code", type=INT32, help="The attempt's exit status."),
     click.option(
