@@ -19,7 +19,8 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 
 def held(kind: str, most: int | None = None, description: str | None = None) -> dict[str, Any]:
     """A field's bound at the door: the kind of value (a name, a row id, a node, a path...),
-    for a list how many items at most, and what the field means where its name does not say."""
+    for a list how many items at most (for a mapping, names to such values: how many names),
+    and what the field means where its name does not say."""
     return {"held": kind, "most": most, "description": description}
 
 
@@ -47,6 +48,12 @@ class Attempt:
     gpus: int = field(default=0, metadata=held("count"))
     gpu_type: str | None = field(default=None, metadata=held("gpu_type"))
     nodes: tuple[str, ...] = field(default=(), metadata=held("node", 4096))
+    tasks_per_node: int | None = field(
+        default=None, metadata=held("count", description="ranks per node: rank r ran on nodes[r // tasks_per_node]")
+    )
+    pods: Mapping[str, str] = field(  # not hashed: an attempt's hash is its other facts'
+        default_factory=dict, hash=False, metadata=held("node", 4096, "pod name -> the node it ran on")
+    )
     exit_code: int | None = field(default=None, metadata=held("int32"))
     signal: int | None = field(default=None, metadata=held("int32"))
     inputs: tuple[str, ...] = field(default=(), metadata=held("path", 1024))
@@ -65,12 +72,14 @@ class Attempt:
             raise InvalidAttempt("status", f"must be one of {STATUSES}, got {self.status!r}")
         if self.gpus < 0:
             raise InvalidAttempt("gpus", "cannot be negative")
+        if self.tasks_per_node is not None and self.tasks_per_node < 1:
+            raise InvalidAttempt("tasks_per_node", f"a node runs at least one rank, got {self.tasks_per_node}")
         if self.start_time and self.end_time and _instant(self.end_time) < _instant(self.start_time):
             raise InvalidAttempt("end_time", f"{self.end_time.isoformat()} is before start_time {self.start_time.isoformat()}")
 
     def facts(self) -> dict[str, Any]:
-        """Every field, the tuples as lists: what a database row holds."""
-        return {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple) else value for f in fields(self)}
+        """Every field, the tuples as lists and the pods as a dict: what a database row holds."""
+        return {f.name: _row_value(getattr(self, f.name)) for f in fields(self)}
 
     def to_json(self) -> dict[str, Any]:
         """The facts as a JSON body (times in ISO 8601)."""
@@ -87,6 +96,12 @@ class Attempt:
         if self.start_time is None or self.end_time is None:
             return None
         return (_instant(self.end_time) - _instant(self.start_time)).total_seconds() / 60
+
+
+def _row_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return dict(value) if isinstance(value, Mapping) else value
 
 
 def _instant(moment: datetime) -> datetime:

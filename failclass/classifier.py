@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from failclass.contracts import Classification, Evidence, Rival, Source
+from failclass.contracts import Classification, Evidence, Origin, Rival, Source
 from failclass.limits import LIMITS
 from failclass.logs.facts import Progress, progress_of
 from failclass.logs.region import TailLines, segment
@@ -59,11 +59,12 @@ class ModelGuess:
 
 @dataclass(frozen=True)
 class Examination:
-    """What the service and the hook learn from an attempt's log."""
+    """What the service and the hook learn from an attempt's logs."""
 
     classification: Classification
     progress: Progress | None
     checkpoint: tuple[str, datetime | None] | None = None  # (basis, last save) where the log was searched for saves
+    origin: Origin | None = None  # where the failure started, where the logs were read as ranks (failclass.logs.attempt)
 
 
 class Classifier:

@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # the store loads only where a use case records something
 
 
 def failure_of(examined: Examination) -> Failure:
-    """The classification facts the policy uses."""
-    return Failure.of(examined.classification, examined.progress)
+    """The classification facts the policy uses (the origin's node among them)."""
+    return Failure.of(examined.classification, examined.progress, examined.origin)
 
 
 def _with_evidence(decision: Decision, examined: Examination) -> Decision:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     Backend = LocalBackend | RemoteBackend
 
-INTEGER_FACTS = ("attempt", "gpus", "exit_code", "signal")  # JSON numbers, never strings
+INTEGER_FACTS = ("attempt", "gpus", "tasks_per_node", "exit_code", "signal")  # JSON numbers, never strings
 
 TOKEN_ENV = ("FAILCLASS_TOKEN", "FAILCLASS_SERVICE_TOKEN")  # the second: the name slurm-install wrote before
 TIMES = click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"])
@@ -70,9 +70,30 @@ submission_options = [
     click.option("--gpu-type", help="GPU model, as the scheduler names it."),
     click.option("--input", "inputs", multiple=True, help="A declared input path (repeatable)."),
 ]
+
+
+def read_pods(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
+    """--pod NAME=NODE (repeated) as pod -> node, each pod once."""
+    pods: dict[str, str] = {}
+    for pair in pairs:
+        name, equals, node = pair.partition("=")
+        if not (name and equals and node) or name in pods:
+            raise click.BadParameter(f"{pair!r}: expected NAME=NODE, each pod once", param_hint="--pod")
+        pods[name] = node
+    return pods
+
+
 attempt_options = [
     click.option("--attempt", "attempt_no", type=click.IntRange(1, LIMITS.int32_max), help="Attempt number (default: the next)."),
-    click.option("--node", "nodes", multiple=True, help="A node of the attempt's allocation (repeatable)."),
+    click.option("--node", "nodes", multiple=True, help="A node of the attempt's allocation, in rank order (repeatable)."),
+    click.option(
+        "--tasks-per-node",
+        type=click.IntRange(1, LIMITS.int32_max),
+        help="Ranks per node: ranks 0 to N-1 ran on the first --node, N to 2N-1 on the second...",
+    ),
+    click.option(
+        "--pod", "pods", multiple=True, metavar="NAME=NODE", callback=read_pods, help="A pod and its node (repeatable)."
+    ),
     click.option("--exit-code", type=INT32, help="The attempt's exit status."),
     click.option(
         "--status", type=click.Choice(STATUSES), help="How the attempt ended (default: passed for --exit-code 0, else failed)."
@@ -115,7 +136,7 @@ def attempt_from(facts: dict[str, Any], options: dict[str, Any], chosen: Backend
     """The facts and the options (which win), checked as the service checks a request
     (failclass.service.schemas.AttemptIn: types, ranges the store holds, no NUL; see
     failclass.hook.facts); every problem is a usage error (exit 2)."""
-    merged = {**facts, **{k: v for k, v in options.items() if v not in (None, ())}}
+    merged = {**facts, **{k: v for k, v in options.items() if v not in (None, (), {})}}
     if "attempt_no" in merged:
         merged["attempt"] = merged.pop("attempt_no")
     for key in ("nodes", "inputs", "logs"):

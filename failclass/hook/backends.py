@@ -34,6 +34,7 @@ from failclass.attempts import Attempt, SchedulerEvidence
 from failclass.classifier import Classifier, Examination
 from failclass.hook.answer import RECORDED, HookAnswer
 from failclass.hook.evidence import with_scheduler
+from failclass.logs.attempt import examine_files
 from failclass.policy.config import PolicyConfig
 from failclass.store import StoreUnavailable
 from failclass.usecases import admit_submission, decide_without_history, report_attempt
@@ -57,9 +58,12 @@ def exit_code(answer: HookAnswer) -> int:
     return EXIT_CODES[answer.action] if answer.enforced else 0
 
 
-def examine(classifier: Classifier, logs: list[Path], scheduler: SchedulerEvidence | None) -> tuple[Path, Examination]:
-    """The logs examined together, then weighed against the scheduler's own evidence."""
-    log, examined = classifier.examine_paths(logs)
+def examine(
+    classifier: Classifier, attempt: Attempt, logs: list[Path], scheduler: SchedulerEvidence | None
+) -> tuple[Path, Examination]:
+    """The logs examined together (as ranks where they are: failclass.logs.attempt), then
+    weighed against the scheduler's own evidence."""
+    log, examined = examine_files(classifier, logs, attempt)
     return log, with_scheduler(examined, scheduler, classifier.ruleset.taxonomy)
 
 
@@ -88,7 +92,7 @@ class LocalBackend:
             yield self.store
 
     def decide(self, attempt: Attempt, logs: list[Path], scheduler: SchedulerEvidence | None = None) -> HookAnswer:
-        log, examined = examine(self.classifier, logs, scheduler)
+        log, examined = examine(self.classifier, attempt, logs, scheduler)
         with self._store() as store:
             recorded = report_attempt(store, attempt, examined, self.policy)
         context: dict[str, Any] = {"attempt_id": recorded.attempt_id, "classification": recorded.classification}
@@ -137,6 +141,6 @@ def local_fallback(
 ) -> HookAnswer:
     """A decision without the store (see decide_without_history), saying why; ``counted``
     False: the attempt's number is unknown."""
-    log, examined = examine(classifier, logs, scheduler)
+    log, examined = examine(classifier, attempt, logs, scheduler)
     decided = decide_without_history(attempt, examined, policy, counted)
     return HookAnswer(decided, classification=examined.classification, log=str(log), fallback=why)

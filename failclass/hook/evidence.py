@@ -3,7 +3,8 @@ when the scheduler names the cause (the node failed, the job ran out of memory, 
 preempted), that is the root cause (docs/TAXONOMY.md, principle 1) and whatever the log
 printed came after it. Its lines become the evidence, so that a node record among them
 names the node the policy implicates; a log whose rule names the same reason keeps its
-rule (a model's guess does not: the scheduler's record is firmer)."""
+rule (a model's guess does not: the scheduler's record is firmer). The origin the logs
+read as ranks gave goes with their answer: the scheduler's record names its own node."""
 
 from __future__ import annotations
 
@@ -33,4 +34,4 @@ def with_scheduler(examined: Examination, scheduler: SchedulerEvidence | None, t
         evidence=tuple(Evidence(0, line) for line in scheduler.lines),
         also_matched=(),
     )
-    return replace(examined, classification=classification)
+    return replace(examined, classification=classification, origin=None)

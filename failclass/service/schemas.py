@@ -3,9 +3,10 @@ the database keeps is bounded to what the database holds (failclass.service.fiel
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from types import GenericAlias
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
@@ -53,7 +54,9 @@ def _attempt_fields() -> dict[str, Any]:
         kind, most = fact.metadata.get("held"), fact.metadata.get("most")
         hint = HELD[kind] if kind else hints[fact.name]
         described = {"description": fact.metadata["description"]} if fact.metadata.get("description") else {}
-        if most is not None:
+        if get_origin(hints[fact.name]) is Mapping:  # names to values of the kind
+            declared[fact.name] = (GenericAlias(dict, (Name, hint)), Field(default_factory=dict, max_length=most, **described))
+        elif most is not None:
             declared[fact.name] = (GenericAlias(list, (hint,)), Field(default_factory=list, max_length=most, **described))
         elif fact.default is MISSING:
             declared[fact.name] = (hint, Field(**described))

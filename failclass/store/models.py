@@ -53,6 +53,8 @@ class AttemptRow(Base):
     gpus: Mapped[int] = mapped_column(Integer, default=0)
     gpu_type: Mapped[str | None] = mapped_column(String(100))
     nodes: Mapped[list[Any]] = mapped_column(default=list)
+    tasks_per_node: Mapped[int | None] = mapped_column(Integer)
+    pods: Mapped[dict[str, Any] | None] = mapped_column(default=dict)  # pod -> node; NULL: recorded before 0005
     exit_code: Mapped[int | None] = mapped_column(Integer)
     signal: Mapped[int | None] = mapped_column(Integer)
     inputs: Mapped[list[Any]] = mapped_column(default=list)
@@ -79,6 +81,8 @@ class ClassificationRow(Base):
     progress_step: Mapped[int | None] = mapped_column(Integer)
     checkpoint_basis: Mapped[str | None] = mapped_column(String(16))  # goodput's Basis, where the log was read
     last_checkpoint_at: Mapped[datetime | None] = mapped_column()  # the log's last checkpoint save in the attempt
+    origin_rank: Mapped[int | None] = mapped_column(Integer)  # where the failure started (failclass.contracts.Origin)
+    origin_node: Mapped[str | None] = mapped_column(String(300))
     body: Mapped[dict[str, Any]] = mapped_column()  # the classify contract object
 
     attempt: Mapped[AttemptRow] = relationship(back_populates="classification")

@@ -192,6 +192,8 @@ class Records(Outbox, ABC):
                 "progress_step": progress.step if progress else None,
                 "checkpoint_basis": examined.checkpoint[0] if examined.checkpoint else None,
                 "last_checkpoint_at": examined.checkpoint[1] if examined.checkpoint else None,
+                "origin_rank": examined.origin.rank if examined.origin else None,
+                "origin_node": examined.origin.node if examined.origin else None,
                 "body": to_json(classification),
             },
         )

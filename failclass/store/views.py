@@ -36,11 +36,15 @@ DEFAULT_LIMIT = 100
 
 @dataclass(frozen=True, kw_only=True)
 class RecordedAttempt(Attempt):
-    """An attempt as the store recorded it: its facts, when, and its classification and decision."""
+    """An attempt as the store recorded it: its facts, when, its classification and
+    decision, and where its failure started (the rank and node of its Origin,
+    failclass.contracts), where its logs were read as ranks."""
 
     recorded_at: datetime
     classification: Classification | None = None
     decision: DecisionRecord | None = None
+    origin_rank: int | None = None
+    origin_node: str | None = None
 
 
 class BlacklistEntry(TypedDict):
@@ -319,6 +323,8 @@ def attempt_view(session: Session, row: AttemptRow) -> RecordedAttempt:
         gpus=row.gpus,
         gpu_type=row.gpu_type,
         nodes=tuple(row.nodes or ()),
+        tasks_per_node=row.tasks_per_node,
+        pods=row.pods or {},
         exit_code=row.exit_code,
         signal=row.signal,
         inputs=tuple(row.inputs or ()),
@@ -326,4 +332,6 @@ def attempt_view(session: Session, row: AttemptRow) -> RecordedAttempt:
         recorded_at=row.recorded_at,
         classification=from_json(Classification, classification.body) if classification else None,
         decision=decision_view(decision) if decision else None,
+        origin_rank=classification.origin_rank if classification else None,
+        origin_node=classification.origin_node if classification else None,
     )

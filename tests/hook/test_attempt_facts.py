@@ -41,6 +41,30 @@ def test_the_hook_refuses_an_end_before_the_start(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_the_facts_say_where_the_ranks_ran() -> None:
+    """Ranks per node and pod -> node: read alike by the hook and the service, refused alike
+    where they place nothing, kept as a database row holds them."""
+    facts = {"job_id": "j", "attempt": 1, "user": "u", "nodes": ["gpu-01", "gpu-02"], "tasks_per_node": 4}
+    facts["pods"] = {"train-worker-0": "gpu-01", "train-worker-1": "gpu-02"}
+    attempt = the_hooks_answer(facts)
+    assert attempt == the_services_answer(facts)
+    assert isinstance(attempt, Attempt) and (attempt.tasks_per_node, attempt.pods) == (4, facts["pods"])
+    assert attempt.facts()["pods"] == facts["pods"] and Attempt.from_facts(attempt.facts()) == attempt
+    assert hash(attempt) == hash(Attempt("j", 1, "u", nodes=("gpu-01", "gpu-02"), tasks_per_node=4))  # the policy caches by it
+    for wrong in (
+        {"tasks_per_node": 0},
+        {"tasks_per_node": True},
+        {"pods": {"": "gpu-01"}},
+        {"pods": {"p": ""}},
+        {"pods": ["p"]},
+    ):
+        refused = the_hooks_answer({**facts, **wrong})
+        assert isinstance(refused, str) and refused == the_services_answer({**facts, **wrong})
+        assert refused.startswith(next(iter(wrong))), refused
+    with pytest.raises(InvalidAttempt, match="tasks_per_node: a node runs at least one rank, got 0"):
+        Attempt("j", 1, "u", tasks_per_node=0)
+
+
 PLAIN = [  # what AttemptIn's schema plainly accepts
     {"job_id": "j", "attempt": 1, "user": "u"},
     {
@@ -130,7 +154,9 @@ TIMES = st.builds(
     st.sampled_from(["", "Z", "+02:00", "-00:30", "+24:00", "+0200"]),
 )
 INTEGERS = st.sampled_from([-(2**31) - 1, -(2**31), -1, 0, 1, 8, 2**31 - 1, 2**31]) | st.booleans()
-VALUES = TEXT | TIMES | INTEGERS | st.none() | st.lists(TEXT, max_size=3) | st.datetimes()
+VALUES = (
+    TEXT | TIMES | INTEGERS | st.none() | st.lists(TEXT, max_size=3) | st.dictionaries(TEXT, TEXT, max_size=2) | st.datetimes()
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -33,6 +33,8 @@ from failclass.usecases import report_attempt
 SYNTAX = ROOT / "corpora/produced/syntax_error/syntax_error__indentation__0.log"
 NCCL = ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log"
 PREEMPTED = ROOT / "corpora/public/job_preempted/SystemsGenetics_GEMmaker_242.log"
+MULTIRANK = ROOT / "corpora/multirank/attempts"
+INTERLEAVED = ROOT / "tests/data/ranks/torchrun_interleaved.log"  # rank 2 of 4 failed first; no host on its lines
 
 
 def decide(store: str, *args: str) -> Any:
@@ -61,6 +63,47 @@ def test_usage_and_input_errors(tmp_path: Path) -> None:
     assert decide(store, "--user", "u", "--log", str(NCCL)).returncode == 2  # no job id
     missing = decide(store, "--job-id", "j", "--user", "u", "--log", str(tmp_path / "absent.log"))
     assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_an_attempt_of_ranks_excludes_only_the_node_its_failure_started_on(tmp_path: Path) -> None:
+    """Eight ranks on four nodes, a file per srun task (corpora/multirank): rank 7 aborted
+    on node4 and the others lost it. With a policy that sends a core dump elsewhere as a
+    node's fault, node4 alone is excluded and counted against, and the store keeps the origin."""
+    attempt = MULTIRANK / "srun_files__abort_reported__r7of8__0"
+    truth = json.loads((attempt / "truth.json").read_text())
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("reasons:\n  core_dump: {action: retry_elsewhere, suspect_node: true}\n")
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({**truth["facts"], "user": "dana", "logs": [str(attempt / f) for f in truth["files"]]}))
+    store = f"sqlite:///{tmp_path / 'f.db'}"
+    done = run_cli("hook", "decide", "--json", "--database-url", store, "--policy", str(policy), "--facts", str(facts))
+    assert done.returncode == 11, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["explanation"]["reason"] == truth["reason"] == "core_dump"
+    assert answer["exclude_nodes"] == answer["effects"]["implicated_nodes"] == ["node4"]
+    (recorded,) = Store.open(store).job(truth["facts"]["job_id"])
+    assert [node["node"] for node in Store.open(store).nodes(window_hours=24, min_jobs=2)] == ["node4"]
+    assert (recorded.tasks_per_node, recorded.origin_rank, recorded.origin_node) == (2, 7, "node4")
+
+
+def test_tasks_per_node_and_pods_place_the_ranks(tmp_path: Path) -> None:
+    """A torchrun log whose lines name no host: --node and --tasks-per-node place its origin
+    rank (2 of 4) on the second node; the pods are recorded as given."""
+    store = f"sqlite:///{tmp_path / 'f.db'}"
+    nodes = ("--node", "gpu-01", "--node", "gpu-02")
+    pods = ("--pod", "train-worker-0=gpu-01", "--pod", "train-worker-1=gpu-02")
+    done = decide(store, "--job-id", "tpn", "--user", "u", *nodes, "--tasks-per-node", "2", *pods, "--log", str(INTERLEAVED))
+    assert done.returncode == 13, done.stderr
+    (recorded,) = Store.open(store).job("tpn")
+    assert (recorded.origin_rank, recorded.origin_node, recorded.tasks_per_node) == (2, "gpu-02", 2)
+    assert recorded.pods == {"train-worker-0": "gpu-01", "train-worker-1": "gpu-02"}
+    assert decide(store, "--job-id", "bad", "--user", "u", "--tasks-per-node", "0", "--log", str(INTERLEAVED)).returncode == 2
+    twice = decide(store, "--job-id", "bad", "--user", "u", "--pod", "p=gpu-01", "--pod", "p=gpu-02", "--log", str(INTERLEAVED))
+    assert twice.returncode == 2 and "each pod once" in twice.stderr
+    facts = json.dumps({"job_id": "bad", "user": "u", "tasks_per_node": 0, "logs": [str(INTERLEAVED)]}).encode()
+    refused = run_cli("hook", "decide", "--database-url", store, "--facts", "-", stdin=facts)
+    assert refused.returncode == 2 and "tasks_per_node: a node runs at least one rank, got 0" in refused.stderr
+    assert Store.open(store).job("bad") == []
 
 
 def test_admission_rejects_a_blacklisted_input(tmp_path: Path) -> None:
@@ -177,6 +220,19 @@ def test_job_ids_with_slashes_and_url_characters_are_counted(service: str, job: 
     for path in (quote(job, safe=""), quote(job, safe="/")):
         attempts = httpx.get(f"{service}/v1/jobs/{path}").json()["attempts"]
         assert [(a["job_id"], a["attempt"]) for a in attempts] == [(job, 1), (job, 2)]
+
+
+def test_the_service_places_the_origin_of_the_ranks_the_hook_sends(service: str) -> None:
+    """The hook sends its facts and the log's end; the service reads the interleaved ranks
+    and records the origin on the node the facts place it."""
+    nodes = ("--node", "gpu-01", "--node", "gpu-02", "--tasks-per-node", "2")
+    done = on_service(service, "ranks-remote", *nodes, "--pod", "worker-1=gpu-02", "--log", str(INTERLEAVED))
+    assert done.returncode == 13, done.stderr
+    import httpx
+
+    (attempt,) = httpx.get(f"{service}/v1/jobs/ranks-remote").json()["attempts"]
+    assert (attempt["origin_rank"], attempt["origin_node"], attempt["tasks_per_node"]) == (2, "gpu-02", 2)
+    assert attempt["pods"] == {"worker-1": "gpu-02"}
 
 
 def test_exit_code_0_is_a_passed_attempt_recorded_without_a_decision(service: str, tmp_path: Path) -> None:

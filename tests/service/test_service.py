@@ -18,6 +18,7 @@ pytestmark = pytest.mark.e2e
 NCCL = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
 MISSING = (ROOT / "corpora/produced/incorrect_inputs/incorrect_inputs__missing_data_file__0.log").read_text()
 GPU_OOM = (ROOT / "corpora/public/gpu_oom/deepspeed_zero_inference_torch_oom.log").read_bytes()
+SRUN_LABEL = ROOT / "corpora/multirank/attempts/srun_label__missing_input__r3of8__0"  # 8 ranks on 4 nodes, rank 3 first
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +155,29 @@ def test_reporting_attempts_and_reading_them_back(service: dict[str, Any], token
         table = http.get("/v1/report").json()
         (row,) = [r for r in table["table7"] if r["reason_id"] == "mpi_runtime_failure"]
         assert row["trials"] >= 1 and row["demand_gt4"] >= 1 and row["rtf_p50_min"] == 100.0
+
+
+def test_an_attempt_of_interleaved_ranks_is_recorded_with_its_origin(service: dict[str, Any], tokens: dict[str, Any]) -> None:
+    """srun --label's one log of eight ranks: the origin rank (3) and its node, placed by the
+    facts' nodes and tasks per node, are recorded with the classification."""
+    truth = json.loads((SRUN_LABEL / "truth.json").read_text())
+    facts = {**truth["facts"], "job_id": "svc-ranks", "attempt": 1, "user": "alice", "pods": {"train-3": "node2"}}
+    log = (SRUN_LABEL / "job.log").read_text()
+    with client(service, tokens["ops"]) as http:
+        made = http.post("/v1/attempts", json={**facts, "log": log})
+        assert made.status_code == 201, made.text
+        assert made.json()["classification"]["reason"] == truth["reason"] == "incorrect_inputs"
+        (attempt,) = http.get("/v1/jobs/svc-ranks").json()["attempts"]
+        assert (
+            (attempt["origin_rank"], attempt["origin_node"]) == (truth["origin"]["rank"], truth["origin"]["node"]) == (3, "node2")
+        )
+        assert (attempt["nodes"], attempt["tasks_per_node"], attempt["pods"]) == (
+            truth["facts"]["nodes"],
+            2,
+            {"train-3": "node2"},
+        )
+        refused = http.post("/v1/attempts", json={**facts, "attempt": 2, "tasks_per_node": 0, "log": log})
+        assert any(d["where"] == "body.tasks_per_node" for d in assert_error(refused, 422, "invalid_request")["details"])
 
 
 def test_blacklist_admission_and_clearing_over_http(service: dict[str, Any], tokens: dict[str, Any]) -> None:

@@ -4,17 +4,18 @@ SQLAlchemy's Store wherever the schema must be migrated first."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from failures import examination
+from failures import MADE, examination
 from sqlalchemy import create_engine
 
 from failclass.attempts import Attempt
-from failclass.contracts import Admitted
+from failclass.contracts import Admitted, Origin
 from failclass.policy.config import load_policy
 from failclass.store import StoreUnavailable
 from failclass.store.direct import DirectRecords, connect_args, open_records
@@ -96,6 +97,27 @@ def test_the_rows_the_driver_writes_are_those_the_orm_reads(database_url: str) -
     assert again.duplicate and again.attempt_id == recorded.attempt_id and again.decision == recorded.decision
     assert direct.last_attempt("j") == 1 and direct.last_attempt("other") == 0
     assert admit_submission(direct, Attempt("j", 2, "u"), load_policy()) == Admitted("enforce")
+
+
+def test_the_driver_keeps_where_the_ranks_ran_and_where_the_failure_started(database_url: str) -> None:
+    """Rank 1 of two, one a node, named an ECC error first: the origin is kept with the
+    classification, the facts that placed it with the attempt, and gpu-02 alone is excluded."""
+    store = Store.open(database_url)
+    direct = open_records(database_url)
+    assert isinstance(direct, DirectRecords)
+    examined = examination("ecc")
+    origin = Origin(1, "gpu-02", 0, MADE["ecc"].log, 1, "the only rank that named a cause")
+    pods = {"train-worker-0": "gpu-01", "train-worker-1": "gpu-02"}
+    attempt = Attempt("j-ecc", 1, "u", nodes=("gpu-01", "gpu-02"), tasks_per_node=1, pods=pods)
+    recorded = report_attempt(direct, attempt, dataclasses.replace(examined, origin=origin), load_policy(), now=T0)
+    assert recorded.decision is not None and recorded.decision.effects.implicated_nodes == ("gpu-02",)
+    assert recorded.decision.exclude_nodes == ("gpu-02",)
+    (row,) = store.job("j-ecc")
+    assert (row.tasks_per_node, row.pods, row.origin_rank, row.origin_node) == (1, pods, 1, "gpu-02")
+    report_attempt(direct, Attempt("j-plain", 1, "u", nodes=("gpu-01", "gpu-02")), examined, load_policy(), now=T0)
+    (plain,) = store.job("j-plain")
+    assert (plain.tasks_per_node, plain.pods, plain.origin_rank, plain.origin_node) == (None, {}, None, None)
+    assert plain.decision is not None and plain.decision.effects.implicated_nodes == ("gpu-01", "gpu-02")  # no origin: both
 
 
 def test_the_drivers_errors_are_the_stores_and_a_duplicate_is_not(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from conftest import ROOT
 from failures import examination
-from sqlalchemy import inspect
+from sqlalchemy import MetaData, Table, inspect
 
 from failclass.attempts import Attempt
 from failclass.classifier import Examination
+from failclass.contracts import to_json
 from failclass.errors import IdempotencyConflict
 from failclass.policy.config import PolicyConfig, load_policy
 from failclass.store.migrate import HEAD, alembic_config, current, upgrade
@@ -87,6 +88,35 @@ def test_a_store_at_head_opens_without_alembic_and_an_older_one_is_migrated(data
     opens = "import sys; from failclass.store.repository import Store; Store.open(sys.argv[1]); print(sorted(sys.modules))"
     done = subprocess.run([sys.executable, "-c", opens, database_url], capture_output=True, text=True, cwd=ROOT, check=True)
     assert "'alembic'" not in done.stdout and "'failclass.store.repository'" in done.stdout
+
+
+def test_an_attempt_recorded_before_0005_reads_back_without_rank_facts_or_origin(
+    database_url: str, examined: dict[str, Examination]
+) -> None:
+    """Migration 0005 adds where ranks ran to the attempts and where the failure started to
+    the classifications; the rows already there read back with neither."""
+    engine = make_engine(database_url)
+    upgrade(engine, "0004")
+    tables = MetaData()
+    attempts, classifications = (Table(name, tables, autoload_with=engine) for name in ("attempts", "classifications"))
+    found = examined["ecc"].classification
+    with engine.begin() as connection:
+        (attempt_id,) = connection.execute(
+            attempts.insert().returning(attempts.c.id),
+            {"job_id": "old-1", "attempt_no": 1, "user": "u", "vc": "default", "status": "failed", "gpus": 8}
+            | {"nodes": ["gpu-01", "gpu-02"], "inputs": [], "logs": [], "recorded_at": T0.replace(tzinfo=None)},
+        ).one()
+        row = {"attempt_id": attempt_id, "reason": found.reason, "source": found.source, "rule_id": found.rule_id}
+        connection.execute(
+            classifications.insert(), row | {"signature": found.rule_id, "confidence": found.confidence, "body": to_json(found)}
+        )
+    engine.dispose()
+    store = Store.open(database_url)
+    assert current(store.engine) == HEAD
+    assert {"origin_rank", "origin_node"} <= {c["name"] for c in inspect(store.engine).get_columns("classifications")}
+    (recorded,) = store.job("old-1")
+    assert (recorded.nodes, recorded.classification) == (("gpu-01", "gpu-02"), found)
+    assert (recorded.tasks_per_node, recorded.pods, recorded.origin_rank, recorded.origin_node) == (None, {}, None, None)
 
 
 def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Examination], policy: PolicyConfig) -> None:

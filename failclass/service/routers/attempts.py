@@ -16,6 +16,7 @@ from failclass.attempts import Attempt, InvalidAttempt
 from failclass.classifier import Examination
 from failclass.contracts import Admitted, Decision
 from failclass.errors import IdempotencyConflict
+from failclass.logs.attempt import examine_text
 from failclass.service.bodies import JsonRoute
 from failclass.service.deps import ClassifierDep, MetricsDep, PolicyDep, StoreDep, Writer
 from failclass.service.errors import STORED, documented
@@ -67,12 +68,14 @@ def report_attempt(
     caller: Writer,
     idempotency_key: KeyHeader = None,
 ) -> AttemptOut:
-    """Classify the attempt's log, decide what the scheduler should do, store both.
+    """Classify the attempt's log (as its ranks where it interleaves two or more: the
+    origin's node placed by nodes, tasks_per_node and pods), decide what the scheduler
+    should do, store both.
     The same request again (same idempotency key and body, or the same job and attempt
     number) answers the first answer with status 200; an idempotency key the caller used
     for another request answers 409."""
     attempt = _attempt(body)
-    examined = with_checkpoint(classifier.examine_bytes(body.log), attempt, body.log)
+    examined = with_checkpoint(examine_text(classifier, body.log, attempt), attempt, body.log)
     try:
         recorded = usecases.report_attempt(store, attempt, examined, policy, identity(body, caller, idempotency_key))
     except IdempotencyConflict as exc:
