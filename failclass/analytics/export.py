@@ -24,6 +24,7 @@ from pyarrow import parquet
 from failclass.analytics.analysis import Analysis
 from failclass.analytics.comparison import ReasonChange, TotalChange
 from failclass.analytics.goodput import JobGoodput, UserGoodput
+from failclass.analytics.nodes import NodeFailures
 from failclass.analytics.records import AttemptRecord
 from failclass.analytics.report import is_failure, reason_of
 from failclass.analytics.status import Table6Row
@@ -151,6 +152,7 @@ def _tables(analysis: Analysis, taxonomy: Taxonomy) -> dict[str, tuple[type, Seq
         "attempts": (AttemptExport, [attempt_export(r, taxonomy) for r in analysis.records]),
         "goodput_users": (UserGoodput, report.goodput),
         "goodput_jobs": (JobGoodput, report.job_goodput),
+        "nodes": (NodeFailures, report.nodes),
     }
     if analysis.comparison:
         tables["comparison_totals"] = (TotalChange, analysis.comparison.totals)

@@ -54,6 +54,7 @@ class AttemptRecord:
     recorded_at: datetime | None = None
     checkpoint_basis: str | None = None  # where the log was read when the attempt was reported (the store)
     last_checkpoint_at: datetime | None = None
+    origin_node: str | None = None  # where its failure started, where its logs were read as ranks (the store)
 
     @property
     def time(self) -> datetime | None:
@@ -186,6 +187,7 @@ def store_records(rows: Iterable[StoredAttempt]) -> list[AttemptRecord]:
             recorded_at=row.recorded_at,
             checkpoint_basis=row.checkpoint_basis,
             last_checkpoint_at=row.last_checkpoint_at,
+            origin_node=row.origin_node,
         )
         for row in rows
     ]

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from failclass.analytics.goodput import JobGoodput, UserGoodput, goodput
+from failclass.analytics.nodes import LEMON_FACTOR, LEMON_MIN, NodeFailures, node_failures
 from failclass.analytics.records import AttemptRecord
 from failclass.analytics.repetition import ReasonRepetition, repetition
 from failclass.analytics.status import Table6Row, table6_of
@@ -30,6 +31,7 @@ class Report:
     repetition: list[ReasonRepetition]
     goodput: list[UserGoodput]  # per user: GPU time lost since checkpoint and whole, idle, ETTR
     job_goodput: list[JobGoodput]  # the same per job: in the export, not in the JSON answer
+    nodes: list[NodeFailures]  # where failures started, most first (lemon nodes marked)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: value for name, value in asdict(self).items() if name != "job_goodput"}
@@ -62,7 +64,8 @@ def build_report(
         gpu_hours[record.job_id] = gpu_hours.get(record.job_id, 0.0) + record.gpus * (record.rtf_minutes or 0.0) / 60
     jobs = [(FINAL_STATUS.get(r.status, "unsuccessful"), gpu_hours[job]) for job, r in last.items()]
     rows = table7(attempts, taxonomy)
-    per_job, per_user = goodput(records, {(r.job_id, r.attempt): reason_of(r) for r in failed}, idle, read_logs)
+    reasons = {(r.job_id, r.attempt): reason_of(r) for r in failed}
+    per_job, per_user = goodput(records, reasons, idle, read_logs)
     return Report(
         attempts=len(records),
         failed_attempts=len(failed),
@@ -74,6 +77,7 @@ def build_report(
         repetition=repetition(attempts),
         goodput=per_user,
         job_goodput=per_job,
+        nodes=node_failures(failed, reasons),
     )
 
 
@@ -181,4 +185,20 @@ def goodput_cells(report: Report) -> list[list[Any]]:
             f"{u.counted_from_checkpoint} / {u.without_log}",
         ]
         for u in report.goodput
+    ]
+
+
+NODE_HEADERS = ["node", "failures started", "failed attempts on it", "GPU-h of those started", "started most", "lemon"]
+NODE_NOTE = (
+    "Where a failed attempt's logs were read as ranks, the node of the rank that failed first"
+    f" (failclass/analytics/nodes.py). Lemon: at least {LEMON_MIN} started and {LEMON_FACTOR:g}x the median"
+    " of the nodes that ran a failed attempt: drain it and check its GPUs."
+)
+
+
+def node_cells(report: Report) -> list[list[Any]]:
+    names = report.reason_names()
+    return [
+        [n.node, n.started, n.failed_attempts, n.started_gpu_h, names.get(n.top_reason, n.top_reason), "lemon" if n.lemon else ""]
+        for n in report.nodes
     ]

@@ -8,12 +8,15 @@ from dataclasses import dataclass, replace
 from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, Comparison, reason_cells, total_cells
 from failclass.analytics.report import (
     GOODPUT_HEADERS,
+    NODE_HEADERS,
+    NODE_NOTE,
     REPEAT_HEADERS,
     TABLE6_HEADERS,
     TABLE7_HEADERS,
     Report,
     cell,
     goodput_cells,
+    node_cells,
     repeat_cells,
     table6_cells,
     table7_cells,
@@ -45,8 +48,9 @@ GOODPUT_NOTE = (
 
 
 def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
-    """Table 7 (its category marks spelt out below it), Table 6, the repeats and GPU time lost
-    per user; below a table whose GPU time is zero, why (the attempts have no times)."""
+    """Table 7 (its category marks spelt out below it), Table 6, the repeats, GPU time lost
+    per user and, where attempts were read as ranks, the nodes where failures started;
+    below a table whose GPU time is zero, why (the attempts have no times)."""
     marks = "cat.: " + ", ".join(f"{mark} {name}" for mark, name in categories.items())
     if report.table7 and not report.gpu_hours_lost:
         marks += ". " + NO_TIMES.format("No failed attempt has")
@@ -56,6 +60,11 @@ def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
         replace(_table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)), note=jobs_note),
         _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
         replace(_table("goodput", "GPU time lost per user (ETTR)", GOODPUT_HEADERS, goodput_cells(report)), note=GOODPUT_NOTE),
+        *(
+            [replace(_table("nodes", "Where failures started (lemon nodes)", NODE_HEADERS, node_cells(report)), note=NODE_NOTE)]
+            if report.nodes
+            else []
+        ),
     ]
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from failclass.analytics.comparison import Comparison
 from failclass.analytics.goodput import UserGoodput
+from failclass.analytics.nodes import NodeFailures
 from failclass.analytics.repetition import ReasonRepetition
 from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
@@ -73,7 +74,8 @@ class ReportScope(BaseModel):
 
 
 class ReportOut(BaseModel):
-    """Table 7, Table 6 and repeats per reason over the selection, and the comparison."""
+    """Table 7, Table 6 and repeats per reason over the selection, GPU time lost per user,
+    the nodes where failures started, and the comparison."""
 
     attempts: int
     failed_attempts: int
@@ -84,5 +86,6 @@ class ReportOut(BaseModel):
     table6: list[Table6Row]
     repetition: list[ReasonRepetition]
     goodput: list[UserGoodput]
+    nodes: list[NodeFailures]
     scope: ReportScope
     comparison: Comparison | None

@@ -101,6 +101,7 @@ class StoredAttempt:
     clause: str | None
     checkpoint_basis: str | None
     last_checkpoint_at: datetime | None
+    origin_node: str | None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -292,6 +293,7 @@ STORED_ATTEMPT_COLUMNS = (
     DecisionRow.clause,
     ClassificationRow.checkpoint_basis,
     ClassificationRow.last_checkpoint_at,
+    ClassificationRow.origin_node,
 )
 
 

@@ -15,7 +15,17 @@ from pyarrow import parquet
 from report_weeks import write_manifest
 
 THIS_WEEK = ("--since", "2026-11-09", "--until", "2026-11-16")
-TABLES = ["table7", "table6", "repeats", "attempts", "goodput_users", "goodput_jobs", "comparison_totals", "comparison_reasons"]
+TABLES = [
+    "table7",
+    "table6",
+    "repeats",
+    "attempts",
+    "goodput_users",
+    "goodput_jobs",
+    "nodes",
+    "comparison_totals",
+    "comparison_reasons",
+]
 
 
 def exported(tmp_path: Path, *options: str) -> tuple[dict[str, Any], Path]:
