@@ -32,13 +32,15 @@ def main() -> None:
     facts.write_text(json.dumps(truth["facts"]) + "\n")
     shown = [str((folder / f).relative_to(ROOT)) for f in ["facts.json", *truth["files"]]]
     command = ["failclass", "classify", "--attempt", "--facts", *shown]
-    done = subprocess.run([sys.executable, "-m", "failclass", *command[1:]], capture_output=True, text=True, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "failclass", *command[1:]], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
     ranks, nodes = truth["world_size"], len(truth["facts"]["nodes"])
     lines = [
-        f"One attempt of {ranks} ranks on {nodes} nodes (`srun --label`, a real Slurm; rank {truth['origin']['rank']} "
-        f"met a missing input and the others lost their peer), written by `benchmarks/multirank/example.py`:",
+        f"One attempt of {ranks} ranks on {nodes} nodes (`{truth['launcher']}`, style `{truth['style']}`, real; the fault "
+        f"`{truth['fault']}` planted on rank {truth['origin']['rank']}), written by `benchmarks/multirank/example.py`:",
         "",
         "```",
         f"$ {' '.join(command)}",
