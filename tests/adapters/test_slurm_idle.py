@@ -24,6 +24,18 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
         yield cluster
 
 
+def write_readings(path: Path, start: datetime, end: datetime, idle_memory_mib: int) -> None:
+    """nvidia-smi readings of GPU 0 every 15 s: busy its first 10 minutes, idle after."""
+    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
+    moment = start
+    while moment <= end:
+        busy = moment < start + timedelta(minutes=10)
+        memory = 8000 if busy else idle_memory_mib
+        lines.append(f"{moment:%Y/%m/%d %H:%M:%S}.000, 0, {60 if busy else 0} %, {memory} MiB, 40960 MiB")
+        moment += timedelta(seconds=15)
+    path.write_text("\n".join(lines) + "\n")
+
+
 def idle_notebook(
     slurm: Slurm, tmp_path: Path, idle_minutes: int, command: tuple[str, ...] = ("waste", "watch")
 ) -> tuple[str, list[str]]:
@@ -37,13 +49,7 @@ def idle_notebook(
         time.sleep(0.5)
     now = datetime.now(UTC).replace(microsecond=0)
     start = now - timedelta(minutes=10 + idle_minutes)
-    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
-    moment = start
-    while moment <= now:
-        busy = moment < start + timedelta(minutes=10)
-        lines.append(f"{moment:%Y/%m/%d %H:%M:%S}.000, 0, {60 if busy else 0} %, {8000 if busy else 0} MiB, 40960 MiB")
-        moment += timedelta(seconds=15)
-    (tmp_path / f"{slurm.host}.csv").write_text("\n".join(lines) + "\n")
+    write_readings(tmp_path / f"{slurm.host}.csv", start, now, idle_memory_mib=0)
     (tmp_path / "jobs.csv").write_text(f"job,user,kind,gpus,start\n{job_id},ana,interactive,{slurm.host}:0,{start.isoformat()}\n")
     command = [
         sys.executable,
@@ -100,13 +106,7 @@ def test_a_hung_job_is_cancelled_and_its_attempt_decided_by_the_epilog(slurm: Sl
         time.sleep(0.5)
     judged = datetime.fromtimestamp(log.stat().st_mtime, UTC).replace(microsecond=0) + timedelta(minutes=70)
     start = judged - timedelta(minutes=80)
-    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
-    moment = start
-    while moment <= judged:
-        busy = moment < start + timedelta(minutes=10)
-        lines.append(f"{moment:%Y/%m/%d %H:%M:%S}.000, 0, {60 if busy else 0} %, 8000 MiB, 40960 MiB")
-        moment += timedelta(seconds=15)
-    (tmp_path / f"{slurm.host}.csv").write_text("\n".join(lines) + "\n")
+    write_readings(tmp_path / f"{slurm.host}.csv", start, judged, idle_memory_mib=8000)  # a hang holds its memory
     (tmp_path / "jobs.csv").write_text(
         f"job,user,kind,gpus,start,log\n{job_id},ana,batch,{slurm.host}:0,{start.isoformat()},{log}\n"
     )
