@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -159,6 +160,14 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
     click.echo(f"{len(jobs)} jobs written to {folder}")
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def minutes_option(name: str, default: float, help: str) -> Callable[[F], F]:
+    """One of the watch's limits, in minutes (at least 1)."""
+    return click.option(name, type=click.FloatRange(min=1), default=default, show_default=True, help=help)
+
+
 @waste.command("watch")
 @click.argument("signals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
@@ -175,46 +184,18 @@ def generate(folder: Path, job_count: int, seed: int, interval: float, nodes: in
 @click.option(
     "--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"]), help="Judge as of this time (default: now)."
 )
-@click.option(
-    "--warn-after", type=click.FloatRange(min=1), default=30.0, show_default=True, help="Minutes idle before a warning."
+@minutes_option("--warn-after", 30.0, "Minutes idle before a warning.")
+@minutes_option("--release-after", 60.0, "Minutes idle before a release.")
+@minutes_option("--never-used-after", 10.0, "Minutes into a job before flagging a GPU it never used.")
+@minutes_option("--unreleased-grace", 15.0, "Minutes idle after a finished-training line before a release.")
+@minutes_option(
+    "--hung-after", 30.0, "Minutes with every GPU idle and the log unwritten, after GPU work, before a job is called hung."
 )
-@click.option(
-    "--release-after", type=click.FloatRange(min=1), default=60.0, show_default=True, help="Minutes idle before a release."
-)
-@click.option(
-    "--never-used-after",
-    type=click.FloatRange(min=1),
-    default=10.0,
-    show_default=True,
-    help="Minutes into a job before flagging a GPU it never used.",
-)
-@click.option(
-    "--unreleased-grace",
-    type=click.FloatRange(min=1),
-    default=15.0,
-    show_default=True,
-    help="Minutes idle after a finished-training line before a release.",
-)
-@click.option(
-    "--hung-after",
-    type=click.FloatRange(min=1),
-    default=30.0,
-    show_default=True,
-    help="Minutes with every GPU idle and the log unwritten, after GPU work, before a job is called hung.",
-)
-@click.option(
-    "--hung-cancel-after",
-    type=click.FloatRange(min=1),
-    default=60.0,
-    show_default=True,
-    help="Minutes hung before the job is cancelled (its attempt then decided as a failure).",
-)
-@click.option(
+@minutes_option("--hung-cancel-after", 60.0, "Minutes hung before the job is cancelled (its attempt then decided as a failure).")
+@minutes_option(
     "--stale-after",
-    type=click.FloatRange(min=1),
-    default=10.0,
-    show_default=True,
-    help="Minutes without a reading after which a job gets no idle signal (a silent exporter is not an idle GPU).",
+    10.0,
+    "Minutes without a reading after which a job gets no idle signal (a silent exporter is not an idle GPU).",
 )
 @click.option(
     "--kind",

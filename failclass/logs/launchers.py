@@ -69,6 +69,7 @@ def reports(lines: Iterable[RankLine]) -> list[LauncherReport]:
     entry_lines: list[RankLine] = []
     root = False
     expect_mpi = False
+    srun_first_seen = False  # srun's first line of a task that ended of itself: the first to fail
 
     def close() -> None:
         if "rank" in entry and (m := re.match(r"\d+", entry["rank"])):
@@ -107,7 +108,8 @@ def reports(lines: Iterable[RankLine]) -> list[LauncherReport]:
             found.append(LauncherReport(int(m.group(1)), m.group(2), None, True, m.group(3), line, "mpirun"))
         if (m := _SRUN_ERROR.match(text)) is not None:
             exit_code = m.group(3)
-            first = not any(r.root for r in found if r.by == "srun") and _failed_of_itself(exit_code)
+            first = not srun_first_seen and _failed_of_itself(exit_code)
+            srun_first_seen = srun_first_seen or first
             for task in _task_list(m.group(2)):
                 found.append(LauncherReport(task, m.group(1), line.time, first, exit_code, line, "srun"))
     close()
