@@ -35,7 +35,7 @@ demo: $(STAMP)
 # tests skip saying why (tests/install_tools.sh).
 test: $(TORCH)
 	tests/install_tools.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 # Regenerate the produced corpus (real failing programs; needs gcc, OpenMPI, root for the
 # cgroup OOM scenario) and the manifest; then retrain the fallback model.

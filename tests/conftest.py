@@ -78,3 +78,14 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield f"sqlite:///{tmp_path / 'failclass.db'}"
     else:
         yield from postgres_schema_url()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` runs on every core (pytest-xdist, ``--dist loadgroup``): a module's tests
+    stay on one worker, so that its module fixtures (a wheel, a venv, a server) are built
+    once, unless the module names its group; the modules that start a Slurm all name
+    "slurm", so that two clusters never share this host."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and item.module is not None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

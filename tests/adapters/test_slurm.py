@@ -21,7 +21,7 @@ from failclass.store.repository import Store
 from failclass.store.views import RecordedAttempt
 from failclass.usecases import report_attempt
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 
 PYTHON = sys.executable
 TRANSIENT = ROOT / "corpora" / "scenarios" / "mpi_runtime_failure__c10d_client_connect_timeout.sh"

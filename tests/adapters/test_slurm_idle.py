@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from slurm_cluster import Slurm, slurm_for_tests
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from failclass.adapters.slurm_jobs import hostnames
 from failclass.store.repository import Store
 from failclass.store.views import RecordedAttempt
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 # A real log: RuntimeError: CUDA error: uncorrectable ECC error encountered (source in the .url beside it).
 ECC = ROOT / "corpora/public/gpu_ecc_error/hpc_node_ecc.log"
 

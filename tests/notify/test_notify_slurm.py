@@ -15,7 +15,7 @@ from failclass.contracts import Notice
 from failclass.notify.channels import DeliveryFailed, SlurmSender
 from failclass.notify.config import Channel
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,13 @@ NOT_IN_THE_CORE = ("matplotlib", "jinja2", "pyarrow", "dask", "distributed", "fa
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, with only the failclass package and its data in it."""
     work = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(work)], check=True)
+    source = work / "source"  # setuptools builds in the source tree: a copy, so that no other test's files move under it
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True)
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(work)], check=True)
     (built,) = work.glob("failclass-*.whl")
     names = zipfile.ZipFile(built).namelist()
     assert {name.split("/")[0] for name in names} == {

@@ -17,7 +17,7 @@ from failclass.waste.jobfiles import load_jobs
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "corpora" / "slurm_jobs"))
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("slurm")]
 
 
 def test_fresh_slurm_output_reads_as_the_recording(tmp_path):
