@@ -12,8 +12,8 @@ The rules (their thresholds are ``Rules``):
   time only where the GPU was busy at most 1/7 of it. It frees the held GPU-hours x (1 - the
   profile's part of the GPU). Otherwise (several GPUs, whose ranks cannot span MIG
   instances; a model unknown or without MIG) a peak plus headroom within ``smaller_share``
-  of the GPU's memory: a GPU or slice with that much memory, not priced (0 GPU-hours), as
-  which GPU that is is the site's.
+  of the GPU's memory: a GPU or slice with that much memory, not priced (0 GPU-hours): which
+  GPU that would be depends on the site's.
 - fewer GPUs: GPUs with utilisation and memory used 0 in every reading (never used) are
   left out of the request; frees their held GPU-hours.
 - shorter limit: a job with a time limit, a start and an end that ran at most
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -74,9 +74,11 @@ class UserRightsizing:
 
 @dataclass(frozen=True)
 class Rightsizing:
-    rules: Rules = field(default_factory=Rules)
-    advice: list[Advice] = field(default_factory=list)  # most GPU-hours freed first
-    users: list[UserRightsizing] = field(default_factory=list)
+    """The report's part: the thresholds, every item and each user's sums."""
+
+    rules: Rules
+    advice: list[Advice]  # most GPU-hours freed first
+    users: list[UserRightsizing]
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 a job, from ``JobId=``. With ``-d`` each node of the allocation has its line with the GPU
 indices (``Nodes=gpu01 CPU_IDs=0-7 Mem=64000 GRES=gpu:a100:2(IDX:0-1)``); without it only
 the count (``TRES=...,gres/gpu=2``) and ``NodeList`` are known. ``BatchFlag=0`` marks an
-interactive job; ``TimeLimit`` is the job's limit. Times are the cluster's local time without a zone, read as UTC (as
-failclass reads nvidia-smi's). A running job's ``EndTime`` is only its time limit: it has
-no end yet. Jobs that never ran (pending, cancelled while pending) are left out."""
+interactive job; ``TimeLimit`` is the limit it asked for. Times are the cluster's local
+time without a zone, read as UTC (as failclass reads nvidia-smi's). A running job's
+``EndTime`` is only its time limit: it has no end yet. Jobs that never ran (pending,
+cancelled while pending) are left out."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ Each field is looked up under its aliases, case, ``_``, ``-`` and spaces ignored
 under ``job``, ``JobIDRaw``, ``JobID``, ``job_id``, ``id``; the GPUs as failclass's
 ``node:indices`` list, or a count (``gpus``, ``ngpus``, a TRES string's ``gres/gpu=N``: the
 job's total) beside the nodes (``NodeList``, ``nodes``, ``host``), or a GRES string
-(``gpu:h100:8``: per node, as ``--gres`` and ``TresPerNode`` count); the time limit under
-``Timelimit``, ``TimelimitRaw`` or ``limit`` in Slurm's forms (a bare number is minutes). Rows of ``sacct -P`` steps
-(``1234.batch``) are not jobs: a ``batch`` step marks its job batch, its absence
-interactive (salloc, srun)."""
+(``gpu:h100:8``: per node, as ``--gres`` and ``TresPerNode`` count); the time limit
+under ``Timelimit``, ``TimelimitRaw`` or ``limit``, in Slurm's forms (a bare number is
+minutes). Rows of ``sacct -P`` steps (``1234.batch``) are not jobs: a ``batch`` step marks
+its job batch, its absence interactive (salloc, srun)."""
 
 from __future__ import annotations
 
