@@ -132,6 +132,26 @@ def test_bad_readings_give_no_advice_rather_than_wrong_advice(tmp_path: Path) ->
     ]
 
 
+def test_a_parquet_table_with_a_model_column_gets_the_same_slice(tmp_path: Path) -> None:
+    """failclass's Parquet carries the model where the table has the optional column (a null
+    is a GPU without one)."""
+    import pyarrow as pa
+    from pyarrow import parquet
+
+    from failclass.waste.formats import read_signals
+    from failclass.waste.formats.parquet import to_arrow
+
+    signals, jobs = planted(tmp_path)
+    samples = read_signals(signals[:2])
+    models = [A100_80GB if samples.nodes[n] == "gpu01" else None for n in samples.node.tolist()]
+    parquet.write_table(to_arrow(samples).append_column("model", pa.array(models, pa.string())), tmp_path / "s.parquet")
+    sizing = json.loads(waste_report([tmp_path / "s.parquet"], jobs))["rightsizing"]
+    assert [(a["job"], a["advice"]) for a in sizing["advice"]] == [
+        ("spare", "ask for 2 GPUs"),
+        ("small", "a MIG 1g.10gb slice of the NVIDIA A100 80GB"),
+    ]
+
+
 def test_time_limits_are_read_from_slurms_jobs_files() -> None:
     by_name = {job.job: job for job in read_jobs(SLURM / "sacct_json--22.05-gres-jobs.json")}
     assert by_name["1"].time_limit_s == 365 * 86400  # time.limit 525600 minutes
