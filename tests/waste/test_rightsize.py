@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from pyarrow import parquet
 
 from failclass.errors import ConfigError
 from failclass.waste.jobfiles import read_jobs
@@ -97,9 +98,11 @@ def test_the_per_user_report_shows_each_users_advice_beside_the_gpu_time_lost(tm
     manifest = tmp_path / "attempts.jsonl"
     manifest.write_text("".join(json.dumps(row) + "\n" for row in rows))
     waste = str(tmp_path / "waste.json")
-    done = run_cli("report", str(manifest), "--waste", waste, "--format", "json")
+    done = run_cli("report", str(manifest), "--waste", waste, "--format", "json", "--export", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
-    got = {row["user"]: row for row in json.loads(done.stdout)["rightsizing"]}
+    sized = json.loads(done.stdout)["rightsizing"]
+    assert parquet.read_table(tmp_path / "out" / "rightsizing_users.parquet").to_pylist() == sized
+    got = {row["user"]: row for row in sized}
     assert set(got) == {"ann", "bob"}
     assert (got["ann"]["smaller_gpu_h"], got["bob"]["fewer_gpus_h"], got["bob"]["shorter_limit_h"]) == (1.714, 4.0, 6.0)
     markdown = run_cli("report", str(manifest), "--waste", waste).stdout
@@ -136,7 +139,6 @@ def test_a_parquet_table_with_a_model_column_gets_the_same_slice(tmp_path: Path)
     """failclass's Parquet carries the model where the table has the optional column (a null
     is a GPU without one)."""
     import pyarrow as pa
-    from pyarrow import parquet
 
     from failclass.waste.formats import read_signals
     from failclass.waste.formats.parquet import to_arrow
