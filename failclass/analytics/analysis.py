@@ -19,6 +19,7 @@ from failclass.matching.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from failclass.store.views import StoreViews
+    from failclass.waste.rightsize import UserRightsizing
 
 
 class RecordSource(Protocol):
@@ -114,13 +115,15 @@ def analyse(
     now: datetime | None = None,
     idle: Mapping[str, float] | None = None,
     read_logs: bool = True,
+    rightsizing: Mapping[str, UserRightsizing] | None = None,
 ) -> Analysis:
     """The selection's report (``idle``: job -> idle GPU-hours, `failclass waste`'s measure;
-    ``read_logs``: whether the attempts' logs are read for their checkpoints)."""
+    ``read_logs``: whether the attempts' logs are read for their checkpoints;
+    ``rightsizing``: user -> `failclass waste`'s right-sizing advice)."""
     selection.check_reasons(taxonomy)
     records = source.records(selection)
     check_reasons(records, taxonomy)
-    report = build_report(records, taxonomy, idle, read_logs)
+    report = build_report(records, taxonomy, idle, read_logs, rightsizing)
     comparison = None
     if against is not None:
         earlier = source.records(against)

@@ -154,6 +154,10 @@ def _tables(analysis: Analysis, taxonomy: Taxonomy) -> dict[str, tuple[type, Seq
         "goodput_jobs": (JobGoodput, report.job_goodput),
         "nodes": (NodeFailures, report.nodes),
     }
+    if report.rightsizing:
+        from failclass.waste.rightsize import UserRightsizing
+
+        tables["rightsizing_users"] = (UserRightsizing, report.rightsizing)
     if analysis.comparison:
         tables["comparison_totals"] = (TotalChange, analysis.comparison.totals)
         tables["comparison_reasons"] = (ReasonChange, analysis.comparison.reasons)

@@ -52,12 +52,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from failclass.analytics.records import AttemptRecord
 from failclass.errors import InputError
 
 if TYPE_CHECKING:  # the waste half loads where a log is read
+    from failclass.waste.rightsize import UserRightsizing
     from failclass.waste.timeline import Timeline
 
 CHECKPOINT_CAUSE = "model_checkpointing"  # the waste cause whose log lines are checkpoint saves
@@ -299,10 +300,31 @@ def _per_user(jobs: Sequence[JobGoodput], losses: Sequence[AttemptLoss]) -> list
 
 def idle_of_waste_report(path: Path) -> dict[str, float]:
     """Job -> idle GPU-hours from a ``failclass waste report --format json`` file."""
+    try:
+        return {str(job["job"]): float(job["idle_gpu_h"]) for job in _waste_document(path)["jobs"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: not a `failclass waste` JSON report ({exc})") from None
+
+
+def rightsizing_of_waste_report(path: Path) -> dict[str, UserRightsizing]:
+    """User -> right-sizing advice summed (failclass.waste.rightsize) from the same file;
+    none from a report without it."""
+    from failclass.waste.rightsize import UserRightsizing
+
+    try:
+        users = (_waste_document(path).get("rightsizing") or {}).get("users") or []
+        return {str(row["user"]): UserRightsizing(**row) for row in users}
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: right-sizing not as `failclass waste report` writes it ({exc!r})") from None
+
+
+def _waste_document(path: Path) -> dict[str, Any]:
     import json
 
     try:
-        jobs = json.loads(path.read_text())["jobs"]
-        return {str(job["job"]): float(job["idle_gpu_h"]) for job in jobs}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a `failclass waste` JSON report ({exc})") from None
+    if not isinstance(document, dict):
+        raise InputError(f"{path}: not a `failclass waste` JSON report (not an object)")
+    return document

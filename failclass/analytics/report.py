@@ -1,12 +1,12 @@
 """The failure report over classified attempts: Table 7, Table 6 and repetition per
-reason, and the cells every rendering of them shows (GPU time in GPU-hours throughout,
-reasons by their names)."""
+reason, GPU time lost and right-sizing advice per user, and the cells every rendering of
+them shows (GPU time in GPU-hours throughout, reasons by their names)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from failclass.analytics.goodput import JobGoodput, UserGoodput, goodput
 from failclass.analytics.nodes import LEMON_FACTOR, LEMON_MIN, NodeFailures, node_failures
@@ -15,6 +15,9 @@ from failclass.analytics.repetition import ReasonRepetition, repetition
 from failclass.analytics.status import Table6Row, table6_of
 from failclass.analytics.table7 import Table7Row, table7
 from failclass.matching.taxonomy import NO_SIGNATURE, Taxonomy
+
+if TYPE_CHECKING:  # the waste half loads where a waste report is read
+    from failclass.waste.rightsize import UserRightsizing
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
 
@@ -32,6 +35,7 @@ class Report:
     goodput: list[UserGoodput]  # per user: GPU time lost since checkpoint and whole, idle, ETTR
     job_goodput: list[JobGoodput]  # the same per job: in the export, not in the JSON answer
     nodes: list[NodeFailures]  # where failures started, most first (lemon nodes marked)
+    rightsizing: list[UserRightsizing]  # per user of the selection: what `failclass waste` advised (--waste)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: value for name, value in asdict(self).items() if name != "job_goodput"}
@@ -51,10 +55,15 @@ def reason_of(record: AttemptRecord) -> str:
 
 
 def build_report(
-    records: Sequence[AttemptRecord], taxonomy: Taxonomy, idle: Mapping[str, float] | None = None, read_logs: bool = True
+    records: Sequence[AttemptRecord],
+    taxonomy: Taxonomy,
+    idle: Mapping[str, float] | None = None,
+    read_logs: bool = True,
+    rightsizing: Mapping[str, UserRightsizing] | None = None,
 ) -> Report:
     """The tables; ``idle``: job -> idle GPU-hours as `failclass waste` measured them;
-    ``read_logs``: whether the attempts' logs are read for their checkpoints."""
+    ``read_logs``: whether the attempts' logs are read for their checkpoints;
+    ``rightsizing``: user -> `failclass waste`'s right-sizing advice summed."""
     failed = [r for r in records if is_failure(r, taxonomy)]
     attempts = [r.failed() for r in failed]
     last: dict[str, AttemptRecord] = {}
@@ -66,6 +75,7 @@ def build_report(
     rows = table7(attempts, taxonomy)
     reasons = {(r.job_id, r.attempt): reason_of(r) for r in failed}
     per_job, per_user = goodput(records, reasons, idle, read_logs)
+    sized = rightsizing or {}
     return Report(
         attempts=len(records),
         failed_attempts=len(failed),
@@ -78,6 +88,7 @@ def build_report(
         goodput=per_user,
         job_goodput=per_job,
         nodes=node_failures(failed, reasons),
+        rightsizing=[sized[u.user] for u in per_user if u.user in sized],
     )
 
 
@@ -186,6 +197,20 @@ def goodput_cells(report: Report) -> list[list[Any]]:
         ]
         for u in report.goodput
     ]
+
+
+RIGHTSIZE_HEADERS = [
+    "user",
+    "jobs advised",
+    "MIG slice (GPU-h freed)",
+    "fewer GPUs (GPU-h freed)",
+    "shorter limits (GPU-h reserved)",
+    "advice freeing most",
+]
+
+
+def rightsize_cells(report: Report) -> list[list[Any]]:
+    return [[u.user, u.jobs, u.smaller_gpu_h, u.fewer_gpus_h, u.shorter_limit_h, u.top] for u in report.rightsizing]
 
 
 NODE_HEADERS = ["node", "failures started", "failed attempts on it", "GPU-h of those started", "started most", "lemon"]

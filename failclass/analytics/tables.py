@@ -11,6 +11,7 @@ from failclass.analytics.report import (
     NODE_HEADERS,
     NODE_NOTE,
     REPEAT_HEADERS,
+    RIGHTSIZE_HEADERS,
     TABLE6_HEADERS,
     TABLE7_HEADERS,
     Report,
@@ -18,6 +19,7 @@ from failclass.analytics.report import (
     goodput_cells,
     node_cells,
     repeat_cells,
+    rightsize_cells,
     table6_cells,
     table7_cells,
 )
@@ -47,9 +49,17 @@ GOODPUT_NOTE = (
 )
 
 
+RIGHTSIZE_NOTE = (
+    "From `failclass waste report` (--waste): a MIG slice where a job's peak memory and utilisation, with headroom,"
+    " fit one (the GPU-hours held beyond the slice); fewer GPUs where some were never used; a shorter time limit where"
+    " a job ended far before it (GPU-hours the scheduler reserved, not held) (failclass/waste/rightsize.py)."
+)
+
+
 def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
     """Table 7 (its category marks spelt out below it), Table 6, the repeats, GPU time lost
-    per user and, where attempts were read as ranks, the nodes where failures started;
+    per user, right-sizing advice per user (given a waste report that has it) and, where
+    attempts were read as ranks, the nodes where failures started;
     below a table whose GPU time is zero, why (the attempts have no times)."""
     marks = "cat.: " + ", ".join(f"{mark} {name}" for mark, name in categories.items())
     if report.table7 and not report.gpu_hours_lost:
@@ -60,6 +70,16 @@ def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
         replace(_table("table6", "Jobs by final status (Table 6)", TABLE6_HEADERS, table6_cells(report)), note=jobs_note),
         _table("repeats", "Repeats", REPEAT_HEADERS, repeat_cells(report)),
         replace(_table("goodput", "GPU time lost per user (ETTR)", GOODPUT_HEADERS, goodput_cells(report)), note=GOODPUT_NOTE),
+        *(
+            [
+                replace(
+                    _table("rightsizing", "Right-sizing per user", RIGHTSIZE_HEADERS, rightsize_cells(report)),
+                    note=RIGHTSIZE_NOTE,
+                )
+            ]
+            if report.rightsizing
+            else []
+        ),
         *(
             [replace(_table("nodes", "Where failures started (lemon nodes)", NODE_HEADERS, node_cells(report)), note=NODE_NOTE)]
             if report.nodes

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     "--waste",
     "waste_report",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A `failclass waste report --format json` file: each job's idle GPU-hours count in its ETTR.",
+    help="A `failclass waste report --format json` file: each job's idle GPU-hours count in its ETTR,"
+    " and each user's right-sizing advice is shown.",
 )
 @click.pass_context
 @needs(reaches=("report", "postgres"))
@@ -67,7 +68,7 @@ def report(
     `failclass batch` results (CSV, JSON Lines, Parquet; job_id, attempt, user, vc, status,
     start_time, end_time, gpus, reason), or the store. Filter them, and compare two periods.
     Per user, the GPU time lost to failures since each attempt's last checkpoint (read from
-    its logs) and whole, to idle, restarts and queueing, and ETTR."""
+    its logs) and whole, to idle, restarts and queueing, ETTR and (with --waste) right-sizing advice."""
     from failclass.analytics.analysis import FileSource, RecordSource, StoreSource, analyse, database_label
     from failclass.analytics.selection import parse_comparison, parse_selection
 
@@ -86,17 +87,17 @@ def report(
             source = StoreSource(Store.open(database_url, migrate=False), database_label(database_url))
         else:
             source = FileSource(manifests)
-        idle = None
+        idle = rightsizing = None
         if waste_report is not None:
-            from failclass.analytics.goodput import idle_of_waste_report
+            from failclass.analytics.goodput import idle_of_waste_report, rightsizing_of_waste_report
 
-            idle = idle_of_waste_report(waste_report)
+            idle, rightsizing = idle_of_waste_report(waste_report), rightsizing_of_waste_report(waste_report)
     except InputError as exc:
         input_failure(ctx, exc)
         return
     taxonomy = builtin_taxonomy()
     try:
-        analysis = analyse(source, selection, taxonomy, against, idle=idle)
+        analysis = analyse(source, selection, taxonomy, against, idle=idle, rightsizing=rightsizing)
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     if export_dir is not None:

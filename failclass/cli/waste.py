@@ -31,7 +31,8 @@ def waste() -> None:
     "jobs_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Jobs file, its shape told by content: sacct --json, scontrol show job -d, kubectl get pods -o json, "
-    "or CSV / sacct -P / JSON Lines with job, user, cluster, kind, gpus (node:indices or a count beside nodes), start, end, log.",
+    "or CSV / sacct -P / JSON Lines with job, user, cluster, kind, gpus (node:indices or a count beside nodes), start, end, log, "
+    "timelimit (for right-sizing advice).",
 )
 @click.option(
     "--logs",

@@ -17,6 +17,7 @@ from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
 from failclass.contracts import Classification, Decision, DecisionRecord
 from failclass.store.views import BlacklistEntry, HoldEntry, NodeEntry, RecordedAttempt
+from failclass.waste.rightsize import UserRightsizing
 
 
 class AttemptOut(BaseModel):
@@ -75,7 +76,8 @@ class ReportScope(BaseModel):
 
 class ReportOut(BaseModel):
     """Table 7, Table 6 and repeats per reason over the selection, GPU time lost per user,
-    the nodes where failures started, and the comparison."""
+    the nodes where failures started, right-sizing advice per user (from a `failclass
+    waste` report: none here, as the CLI's ``--waste`` gives it), and the comparison."""
 
     attempts: int
     failed_attempts: int
@@ -87,5 +89,6 @@ class ReportOut(BaseModel):
     repetition: list[ReasonRepetition]
     goodput: list[UserGoodput]
     nodes: list[NodeFailures]
+    rightsizing: list[UserRightsizing]
     scope: ReportScope
     comparison: Comparison | None

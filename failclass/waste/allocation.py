@@ -36,6 +36,7 @@ class JobAllocation:
     counts: tuple[tuple[str, int], ...] = ()  # (node, GPUs held there, 0: not said) without their indices
     aliases: tuple[str, ...] = ()
     parts: tuple[JobAllocation, ...] = ()  # pieces held over spans of their own (a Job's pods), placed each over its span
+    time_limit_s: float | None = None  # the time limit it asked for, where the jobs file says
 
 
 @dataclass

@@ -25,6 +25,7 @@ from failclass.waste.joblogs import find_logs
 from failclass.waste.loss import Convergence, convergence, has_loss
 from failclass.waste.measure import Thresholds, measure
 from failclass.waste.report import IntervalRow, WasteReport, build, interval_rows
+from failclass.waste.rightsize import Advice, Rules, advise, summarise
 from failclass.waste.samples import GpuSamples, concat
 from failclass.waste.summary import JobWaste, by_group, headline, job_waste
 from failclass.waste.timeline import Timeline, read_timeline
@@ -38,6 +39,7 @@ class WasteOptions:
     time_limit_s: float | None = None
     gpu_memory_mib: float | None = None  # the memory total of GPUs whose readings give none
     logs_dir: Path | None = None  # where the logs of jobs whose jobs file names none are found
+    rightsize: Rules = field(default_factory=Rules)  # the right-sizing advice's thresholds
 
 
 def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), heat: HeatMap | None = None) -> WasteReport:
@@ -79,6 +81,7 @@ def analyse_batches(
     check = check or InputCheck(gpu_memory_mib=options.gpu_memory_mib)
     wastes: list[JobWaste] = []
     intervals: list[IntervalRow] = []
+    advice: list[Advice] = []
     for batch in batches:
         batch = check.memory(batch)
         if heat is not None:
@@ -86,10 +89,12 @@ def analyse_batches(
         measured = measure(batch, options.thresholds)
         wastes += job_waste(measured, jobs, options.thresholds)
         intervals += interval_rows(measured, explain(measured, causes, jobs, timelines))
+        advice += advise(measured, jobs, options.rightsize)
     converged = _convergence(wastes, jobs, timelines)
     top = headline(wastes, jobs, options.time_limit_s)
     groups = (by_group(wastes, "user"), by_group(wastes, "cluster"))
-    return build(top, wastes, groups, intervals, causes, converged, check.report(jobs))
+    rightsizing = summarise(advice, options.rightsize)
+    return build(top, wastes, groups, intervals, causes, converged, check.report(jobs), rightsizing)
 
 
 def _batches(signals: Sequence[Path], jobs: list[JobAllocation], matching: Matching | None = None) -> Iterator[GpuSamples]:

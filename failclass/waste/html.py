@@ -1,7 +1,7 @@
 """The waste report as one self-contained HTML page (inline SVG, no script, nothing to
 fetch), rendered from a Jinja2 template: the headline figures, the causes with their
-fixes, the cluster's heat map, and a timeline per wasteful job with its intervals, their
-causes and the evidence lines."""
+fixes, the cluster's heat map, a timeline per wasteful job with its intervals, their
+causes and the evidence lines, and the right-sizing advice."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from failclass.resources import PACKAGE_DATA
 from failclass.waste.heatmap import HeatMap
-from failclass.waste.report import UNEXPLAINED, IntervalRow, WasteReport
+from failclass.waste.report import KIND_NAMES, UNEXPLAINED, IntervalRow, WasteReport
 from failclass.waste.samples import GpuSamples
 
 TEMPLATE = "report.html.j2"
@@ -49,6 +49,7 @@ def to_html(report: WasteReport, heat: HeatMap, series: GpuSamples, sources: lis
         heatmap=_heatmap(heat),
         jobs=jobs,
         cause_names=names,
+        kind_names=KIND_NAMES,
         top=top,
     )
 

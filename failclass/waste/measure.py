@@ -72,6 +72,7 @@ class GpuUse:
     never_used: np.ndarray  # bool
     stable_phases: np.ndarray  # count
     synchronous_dips: np.ndarray  # bool: frequent short dips that every used GPU of the job shares
+    mem_complete: np.ndarray  # bool: every reading has its memory used (the peak is a peak, not a gap)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ def measure(samples: GpuSamples, thresholds: Thresholds = Thresholds()) -> Measu
         np.logical_and.reduceat(idle, first),
         np.bincount(segment[stable.first], minlength=len(first)),
         np.zeros(len(first), dtype=bool),
+        np.logical_and.reduceat(np.isfinite(table.mem_used), first),
     )
     use = replace(use, synchronous_dips=_synchronous_dips(table, segment, first, change, use, dt))
     # idle readings too short for an idle slot belong to the low phase around them (a short

@@ -1,7 +1,8 @@
 """The waste report: the cluster's headline figures, the causes ranked by GPU-hours,
 the jobs, users and virtual clusters that waste most, every explained interval with its
-evidence and fix, and early-termination advice, after what the inputs lacked (warnings, and
-the GPUs without a memory total); rendered as text or JSON."""
+evidence and fix, early-termination advice and right-sizing advice per job and user, after
+what the inputs lacked (warnings, and the GPUs without a memory total); rendered as text or
+JSON."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from failclass.waste.inputs import InputReport
 from failclass.waste.loss import Convergence
 from failclass.waste.measure import Measured
 from failclass.waste.memory import OPTION, describe
+from failclass.waste.rightsize import FEWER_GPUS, SHORTER_LIMIT, SMALLER_GPU, Rightsizing
 from failclass.waste.summary import GroupWaste, Headline, JobWaste
 
 UNEXPLAINED = "unexplained"
@@ -87,6 +89,7 @@ class WasteReport:
     intervals: list[IntervalRow]
     convergence: list[ConvergenceRow]
     inputs: InputReport
+    rightsizing: Rightsizing
 
     def to_dict(self) -> dict[str, Any]:
         document = asdict(self)
@@ -126,6 +129,7 @@ def build(
     causes: Sequence[Cause],
     convergence: Mapping[str, Convergence],
     inputs: InputReport,
+    rightsizing: Rightsizing,
 ) -> WasteReport:
     known = {cause.id: cause for cause in causes}
     totals: dict[str, tuple[int, set[str], float]] = {}
@@ -160,6 +164,7 @@ def build(
         sorted(intervals, key=lambda row: -row.minutes),
         converged,
         inputs,
+        rightsizing,
     )
 
 
@@ -214,7 +219,31 @@ def to_text(report: WasteReport, top: int = 10) -> str:
             f"  {c.job:<14} at {c.within_at_pct:5.1f}% of the run, {c.after_gpu_h:.2f} GPU-h after"
             for c in sorted(late, key=lambda c: -(c.after_gpu_h or 0))[:top]
         ]
+    out += _rightsizing(report.rightsizing, top)
     return "\n".join(out) + "\n"
+
+
+KIND_NAMES = {SMALLER_GPU: "MIG slice or smaller GPU", FEWER_GPUS: "fewer GPUs", SHORTER_LIMIT: "shorter time limit"}
+
+
+def _rightsizing(sizing: Rightsizing, top: int) -> list[str]:
+    """The advice that frees most, and each user's sums (a limit's GPU-hours are reserved, not held)."""
+    if not sizing.advice:
+        return []
+    sums = {kind: sum(a.frees_gpu_h for a in sizing.advice if a.kind == kind) for kind in KIND_NAMES}
+    out = [
+        "",
+        f"Right-sizing ({len({a.job for a in sizing.advice})} jobs, headroom {100 * sizing.rules.headroom:g}%):"
+        f" a MIG slice {sums[SMALLER_GPU]:,.2f} GPU-h, fewer GPUs {sums[FEWER_GPUS]:,.2f} GPU-h freed;"
+        f" shorter limits {sums[SHORTER_LIMIT]:,.2f} GPU-h no longer reserved",
+    ]
+    out += [f"  {a.job:<14} {a.user:<8} {a.advice} ({a.basis}): {a.frees_gpu_h:,.2f} GPU-h" for a in sizing.advice[:top]]
+    out += ["  per user:        jobs   slice h   fewer h   limit h  advice freeing most"]
+    out += [
+        f"  {u.user:<16} {u.jobs:4d} {u.smaller_gpu_h:9.2f} {u.fewer_gpus_h:9.2f} {u.shorter_limit_h:9.2f}  {u.top}"
+        for u in sizing.users[:top]
+    ]
+    return out
 
 
 def _inputs(inputs: InputReport) -> list[str]:

@@ -4,13 +4,15 @@ format readers and the measures.
 One row is one reading of one GPU: node, GPU index on the node, time (Unix seconds),
 utilisation (percent), framebuffer memory used and total (MiB; NaN when the source has
 none) and, when the source names it (DCGM's ``hpc_job`` or ``pod`` label), the job. Beside
-the rows, ``totals`` says for each GPU where its memory total came from, or why it has none.
+the rows, ``totals`` says for each GPU where its memory total came from, or why it has none,
+and ``models`` the model each GPU reports where the source names it (nvidia-smi's ``name``,
+DCGM's ``modelName``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -41,6 +43,7 @@ class GpuSamples:
     mem_total: np.ndarray  # float32, MiB
     job: np.ndarray  # int32
     totals: Mapping[tuple[str, int], TotalOrigin] = field(default_factory=dict)  # (node, gpu) -> origin
+    models: Mapping[tuple[str, int], str] = field(default_factory=dict)  # (node, gpu) -> the model it reports
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -56,6 +59,7 @@ class GpuSamples:
         rows: Iterable[tuple[str, int, float, float, float, float, str]],
         source: str,
         totals: Mapping[tuple[str, int], TotalOrigin] | None = None,
+        models: Mapping[tuple[str, int], str] | None = None,
     ) -> GpuSamples:
         """Build from (node, gpu, ts, util, mem_used, mem_total, job) tuples, checking ranges."""
         nodes: dict[str, int] = {}
@@ -79,6 +83,7 @@ class GpuSamples:
             np.asarray(columns[5], dtype=np.float32),
             np.asarray(columns[6], dtype=np.int32),
             dict(totals or {}),
+            dict(models or {}),
         )
         samples.check(source)
         return samples
@@ -117,12 +122,11 @@ class GpuSamples:
             self.mem_total[rows],
             self.job[rows],
             self.totals,
+            self.models,
         )
 
     def with_jobs(self, jobs: tuple[str, ...], job: np.ndarray) -> GpuSamples:
-        return GpuSamples(
-            self.nodes, jobs, self.node, self.gpu, self.ts, self.util, self.mem_used, self.mem_total, job, self.totals
-        )
+        return replace(self, jobs=jobs, job=job)
 
 
 def concat(parts: Sequence[GpuSamples]) -> GpuSamples:
@@ -149,6 +153,7 @@ def concat(parts: Sequence[GpuSamples]) -> GpuSamples:
         np.concatenate([p.mem_total for p in parts]),
         np.concatenate(job_codes),
         merge_totals([part.totals for part in parts]),
+        {key: model for part in parts for key, model in part.models.items()},
     )
 
 

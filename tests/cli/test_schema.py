@@ -18,6 +18,7 @@ from failclass.schema import load
 from failclass.waste.causes import load_causes
 from failclass.waste.generate import LinesFile
 from failclass.waste.memory import gpu_models
+from failclass.waste.mig import mig_models
 
 ROOT = Path(__file__).resolve().parents[2]
 CAUSE = "{id: x, dimension: model, name: X, fix: y, intervals: [idle_slot]"  # a cause, its mapping left open
@@ -37,7 +38,7 @@ rules:
 
 
 def test_the_bundled_data_files_all_load_and_each_generator_line_is_in_its_source() -> None:
-    assert load_causes() and gpu_models() and load_policy()
+    assert load_causes() and gpu_models() and mig_models() and load_policy()
     assert "no_signature" in load_taxonomy(BUILTIN_DIR / "taxonomy.yaml")
     assert load_prefixes(BUILTIN_DIR / "prefixes.yaml")
     lines = load(PACKAGE_DATA / "waste" / "lines.yaml", LinesFile, "the generator's log lines")

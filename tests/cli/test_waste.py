@@ -30,7 +30,7 @@ def test_json_gives_every_planted_cause_of_the_sample(tmp_path):
     planted = json.loads((SAMPLE / "planted.json").read_text())["jobs"]
     found = {(row["job"], row["cause"]) for row in report["intervals"]}
     assert {(job["job"], cause) for job in planted for cause in job["causes"]} <= found
-    assert set(report) == {"headline", "causes", "jobs", "users", "clusters", "intervals", "convergence", "inputs"}
+    assert set(report) == {"headline", "causes", "jobs", "users", "clusters", "intervals", "convergence", "inputs", "rightsizing"}
     assert report["inputs"]["warnings"] == [] and report["inputs"]["memory_total"]["missing"] == []
 
 

@@ -69,7 +69,7 @@ def read_nvidia_smi(text: str, source: str, node: str) -> GpuSamples:
         mib, totals[(node, gpu)] = _total_origin(column, models.get(gpu, ""))
         if not math.isnan(mib):
             rows = [(*row[:5], mib, row[6]) if row[1] == gpu and math.isnan(row[5]) else row for row in rows]
-    return GpuSamples.from_rows(rows, source, totals)
+    return GpuSamples.from_rows(rows, source, totals, {(node, gpu): model for gpu, model in models.items() if model})
 
 
 def _total_origin(column: dict[str, int], model: str) -> tuple[float, TotalOrigin]:

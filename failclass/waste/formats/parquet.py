@@ -1,5 +1,6 @@
 """failclass's own columnar sample table in Parquet: columns node, gpu, ts, util,
-mem_used, mem_total and job (strings for node and job, dictionary-encoded on disk).
+mem_used, mem_total and job (strings for node and job, dictionary-encoded on disk), and
+where the table has it, model (the name each GPU reports, for right-sizing advice).
 
 Large tables are read a row group at a time by ``iter_parquet``; the writer keeps each
 job's rows together, so a measure over batches never splits a job."""
@@ -12,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from failclass.errors import InputError
 from failclass.waste.samples import GpuSamples, TotalOrigin
 
 COLUMNS = ("node", "gpu", "ts", "util", "mem_used", "mem_total", "job")
+MODEL = "model"  # optional
 
 
 def write_parquet(samples: GpuSamples, path: Path, writer: pq.ParquetWriter | None = None) -> pq.ParquetWriter:
@@ -60,7 +63,8 @@ def iter_parquet(path: Path, batch_rows: int = 4_000_000) -> Iterator[GpuSamples
     if missing:
         raise InputError(f"{path}: Parquet without the columns {sorted(missing)}")
     try:
-        for batch in handle.iter_batches(batch_size=batch_rows, columns=list(COLUMNS)):
+        wanted = [*COLUMNS, *([MODEL] if MODEL in handle.schema_arrow.names else [])]
+        for batch in handle.iter_batches(batch_size=batch_rows, columns=wanted):
             samples = from_arrow(batch)
             samples.check(str(path))
             yield replace(samples, totals=_origins(samples))
@@ -92,14 +96,21 @@ def from_arrow(batch: pa.RecordBatch | pa.Table) -> GpuSamples:
     def numbers(name: str, dtype: type) -> np.ndarray:
         return batch.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
+    gpu = numbers("gpu", np.int16)
+    models: dict[tuple[str, int], str] = {}
+    if MODEL in batch.schema.names:
+        names, model = codes(pc.fill_null(pc.cast(batch.column(MODEL), pa.string()), ""))
+        slots = np.unique(np.stack([node.astype(np.int64) * 1024 + gpu, model]), axis=1)
+        models = {(nodes[slot // 1024], slot % 1024): names[code] for slot, code in slots.T.tolist() if names[code]}
     return GpuSamples(
         nodes,
         jobs,
         node,
-        numbers("gpu", np.int16),
+        gpu,
         numbers("ts", np.float64),
         numbers("util", np.float32),
         numbers("mem_used", np.float32),
         numbers("mem_total", np.float32),
         job,
+        models=models,
     )

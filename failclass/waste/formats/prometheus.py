@@ -152,7 +152,7 @@ def _pivot(readings: Iterable[Reading], source: str) -> GpuSamples:
     for key, metrics in seen.items():
         totals[key], by_model[key] = _total_origin(metrics, models.get(key, ""))
     filled = ((*row[:5], by_model[row[:2]], row[6]) if math.isnan(row[5]) else row for row in table)
-    return GpuSamples.from_rows(filled, source, totals)
+    return GpuSamples.from_rows(filled, source, totals, models)
 
 
 def _total_origin(metrics: set[str], model: str) -> tuple[TotalOrigin, float]:

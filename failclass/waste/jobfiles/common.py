@@ -46,6 +46,26 @@ def parse_time(text: object, at: str) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
+def parse_limit(text: object, at: str) -> float | None:
+    """A time limit in seconds from Slurm's forms: minutes (``TimelimitRaw``, sacct's JSON),
+    ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; None for an empty value,
+    ``UNLIMITED`` or ``Partition_Limit`` (the job's own limit is not said)."""
+    value = "" if text is None else str(text).strip()
+    if value.lower() in (*UNSET, "unlimited", "infinite", "partition_limit"):
+        return None
+    match = _LIMIT.fullmatch(value)
+    if match is None:
+        raise InputError(f"{at}: time limit {value[:40]!r} is not minutes or [D-]HH:MM:SS")
+    days, clock = match.group(1), [int(part) for part in match.group(2).split(":")]
+    if days is None and len(clock) < 3:  # MM or MM:SS; after a day, the hours come first
+        clock = [0, *clock]
+    hours, minutes, seconds = [*clock, 0, 0][:3]
+    return float(((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds)
+
+
+_LIMIT = re.compile(r"(?:(\d+)-)?(\d+(?::\d+){0,2})")
+
+
 def parse_gpus(text: str, at: str) -> tuple[tuple[str, int], ...]:
     """``node01:0,1 node02:0-3`` to ((node01, 0), (node01, 1), (node02, 0), ...)."""
     gpus: list[tuple[str, int]] = []
@@ -99,6 +119,7 @@ def allocation(
     end: float | None = None,
     log: Path | None = None,
     aliases: tuple[str, ...] = (),
+    time_limit_s: float | None = None,
 ) -> JobAllocation:
     """A checked JobAllocation; empty fields take their defaults (a job of no kind on an
     interactive partition, as sites name them, is interactive)."""
@@ -119,6 +140,7 @@ def allocation(
         log,
         counts,
         tuple(a for a in dict.fromkeys(aliases) if a and a != job),
+        time_limit_s=time_limit_s,
     )
 
 

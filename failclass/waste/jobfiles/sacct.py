@@ -7,8 +7,8 @@ parsers.c defines it: ``state.current`` a list, numbers that may be unset as
 The job is its ``job_id`` (what ``SLURM_JOB_ID`` and so DCGM's ``hpc_job`` label hold),
 an array task also ``<array job>_<task>``. Accounting keeps how many GPUs a job held
 (``tres.allocated``: ``gres``/``gpu``) and on which nodes, not their indices. A job with
-a ``batch`` step is batch; one without (salloc, srun) interactive. Jobs that never
-started (``time.start`` 0) are left out."""
+a ``batch`` step is batch; one without (salloc, srun) interactive. ``time.limit`` is
+the job's time limit in minutes. Jobs that never started (``time.start`` 0) are left out."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def _job(entry: dict[str, Any], path: Path, number: int) -> JobAllocation:
         end=_seconds(times.get("end")),
         log=Path(log) if log else None,
         aliases=(f"{parent}_{task}",) if parent and task is not None else (),
+        time_limit_s=_limit(times.get("limit")),
     )
 
 
@@ -75,6 +76,12 @@ def _seconds(value: Any) -> float | None:
     """A Unix time; None for 0 or unset (not started, still running)."""
     number = _number(value)
     return float(number) if number else None
+
+
+def _limit(value: Any) -> float | None:
+    """``time.limit`` (minutes) in seconds; None where unset or infinite."""
+    number = _number(value)
+    return float(number) * 60 if number else None
 
 
 def _step_name(step: Any) -> str:

@@ -2,9 +2,10 @@
 a job, from ``JobId=``. With ``-d`` each node of the allocation has its line with the GPU
 indices (``Nodes=gpu01 CPU_IDs=0-7 Mem=64000 GRES=gpu:a100:2(IDX:0-1)``); without it only
 the count (``TRES=...,gres/gpu=2``) and ``NodeList`` are known. ``BatchFlag=0`` marks an
-interactive job. Times are the cluster's local time without a zone, read as UTC (as
-failclass reads nvidia-smi's). A running job's ``EndTime`` is only its time limit: it has
-no end yet. Jobs that never ran (pending, cancelled while pending) are left out."""
+interactive job; ``TimeLimit`` is the limit it asked for. Times are the cluster's local
+time without a zone, read as UTC (as failclass reads nvidia-smi's). A running job's
+``EndTime`` is only its time limit: it has no end yet. Jobs that never ran (pending,
+cancelled while pending) are left out."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from pathlib import Path
 
 from failclass.adapters.slurm_jobs import node_gpus
 from failclass.waste.allocation import JobAllocation
-from failclass.waste.jobfiles.common import JobsFile, allocation, finish, node_list, parse_time, spread, where
+from failclass.waste.jobfiles.common import JobsFile, allocation, finish, node_list, parse_limit, parse_time, spread, where
 
 _RECORD = re.compile(r"^JobId=", re.MULTILINE)
 _FIELD = re.compile(
-    r"(?:^|\s)(JobId|ArrayJobId|ArrayTaskId|UserId|JobState|BatchFlag|Partition|StartTime|EndTime|StdOut|NodeList|TRES)=(\S*)"
+    r"(?:^|\s)(JobId|ArrayJobId|ArrayTaskId|UserId|JobState|BatchFlag|Partition|StartTime|EndTime|TimeLimit|StdOut|NodeList|TRES)=(\S*)"
 )
 _GPU_TRES = re.compile(r"gres/gpu=(\d+)")
 STILL_RUNNING = ("RUNNING", "SUSPENDED", "CONFIGURING", "RESIZING")
@@ -56,4 +57,5 @@ def _job(record: str, fields: dict[str, str], path: Path, number: int) -> JobAll
         end=None if fields.get("JobState") in STILL_RUNNING else parse_time(fields.get("EndTime"), at),
         log=Path(log) if log and log != "/dev/null" else None,
         aliases=(f"{parent}_{task}",) if parent and task else (),
+        time_limit_s=parse_limit(fields.get("TimeLimit"), at),
     )

@@ -5,9 +5,10 @@ Each field is looked up under its aliases, case, ``_``, ``-`` and spaces ignored
 under ``job``, ``JobIDRaw``, ``JobID``, ``job_id``, ``id``; the GPUs as failclass's
 ``node:indices`` list, or a count (``gpus``, ``ngpus``, a TRES string's ``gres/gpu=N``: the
 job's total) beside the nodes (``NodeList``, ``nodes``, ``host``), or a GRES string
-(``gpu:h100:8``: per node, as ``--gres`` and ``TresPerNode`` count). Rows of ``sacct -P`` steps
-(``1234.batch``) are not jobs: a ``batch`` step marks its job batch, its absence
-interactive (salloc, srun)."""
+(``gpu:h100:8``: per node, as ``--gres`` and ``TresPerNode`` count); the time limit
+under ``Timelimit``, ``TimelimitRaw`` or ``limit``, in Slurm's forms (a bare number is
+minutes). Rows of ``sacct -P`` steps (``1234.batch``) are not jobs: a ``batch`` step marks
+its job batch, its absence interactive (salloc, srun)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,17 @@ from pathlib import Path
 
 from failclass.errors import InputError
 from failclass.waste.allocation import JobAllocation
-from failclass.waste.jobfiles.common import JobsFile, allocation, finish, node_list, parse_gpus, parse_time, spread, where
+from failclass.waste.jobfiles.common import (
+    JobsFile,
+    allocation,
+    finish,
+    node_list,
+    parse_gpus,
+    parse_limit,
+    parse_time,
+    spread,
+    where,
+)
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "job": ("job", "jobidraw", "jobid", "id"),
@@ -31,6 +42,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "nodes": ("nodes", "nodelist", "node", "nodename", "host", "hostname", "hosts", "machine"),
     "start": ("start", "starttime", "startedat", "begin", "begintime"),
     "end": ("end", "endtime", "finish", "finishedat", "stop", "finishtime"),
+    "limit": ("timelimit", "timelimitraw", "limit"),
     "log": ("log", "stdout", "output", "logfile", "logpath", "out"),
     "pod": ("pod", "podname"),
     "namespace": ("namespace", "podnamespace"),
@@ -172,6 +184,7 @@ def _row(row: dict[str, str], column: dict[str, str], path: Path, number: int, n
         end=parse_time(value.get("end"), at),
         log=(path.parent / log) if log and "%" not in log else None,
         aliases=tuple(aliases),
+        time_limit_s=parse_limit(value.get("limit"), at),
     )
 
 
