@@ -75,7 +75,7 @@ class ReportScope(BaseModel):
 
 class ReportOut(BaseModel):
     """Table 7, Table 6 and repeats per reason over the selection, GPU time lost per user,
-    the nodes where failures started, and the comparison."""
+    the nodes and GPUs where failures started, and the comparison."""
 
     attempts: int
     failed_attempts: int
@@ -87,5 +87,6 @@ class ReportOut(BaseModel):
     repetition: list[ReasonRepetition]
     goodput: list[UserGoodput]
     nodes: list[NodeFailures]
+    gpus: list[NodeFailures]
     scope: ReportScope
     comparison: Comparison | None
