@@ -38,12 +38,13 @@ from failclass.schema import load
 
 _GPU = re.compile(r"\bcudaDev (\d+)|\bcuda:(\d+)|\bGPU (\d+)\b|\bdevice[ =](\d+)\b")
 # An Xid names its GPU by PCI bus id, "NVRM: Xid (PCI:0000:07:00): 48, ..."
-# (github.com/NVIDIA/gpu-operator/issues/1146). The logs tie a bus id to a GPU in NCCL's
-# communicator lines, "... rank 1 nranks 4 cudaDev 1 busId 7000 - Abort COMPLETE"
-# (github.com/Lightning-AI/pytorch-lightning/issues/20434; NCCL prints the id as the hex
-# digits of 0000:07:00.0), and in nvidia-smi's table, "|   0  NVIDIA A100-PCIE-40GB   On  |
-# 00000000:01:00.0 Off |" (github.com/NVIDIA/nccl/issues/1812).
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\)")
+# (github.com/NVIDIA/gpu-operator/issues/1146; older drivers "NVRM: Xid (0000:03:00): 14":
+# houmin.cc/posts/feaa4605). The logs tie a bus id to a GPU in NCCL's communicator lines,
+# "... rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId e1000 ..." (github.com/Lightning-AI/
+# pytorch-lightning/issues/20434; NCCL prints the hex digits of 0000:e1:00.0), and in
+# nvidia-smi's table, "|   0  NVIDIA A100-PCIE-40GB          On  | 00000000:01:00.0 Off |"
+# (github.com/NVIDIA/nccl/issues/1812).
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\)")
 _NCCL_BUS = re.compile(r"\brank (\d+) nranks \d+ cudaDev (\d+) (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)\b")
 _SMI_ROW = re.compile(r"\|\s+(\d+)\s.*?\|\s*([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.[0-7] ")
 BusId = tuple[int, int, int]  # PCI domain, bus, device
