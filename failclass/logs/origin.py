@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -48,6 +48,8 @@ _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9
 _NCCL_BUS = re.compile(r"\brank (\d+) nranks \d+ cudaDev (\d+) (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)\b")
 _SMI_ROW = re.compile(r"\|\s+(\d+)\s.*?\|\s*([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.[0-7] ")
 BusId = tuple[int, int, int]  # PCI domain, bus, device
+BusKey = tuple[str | None, BusId]  # a node (None: not known) and a bus id on it
+Tie = tuple[int | None, int, str]  # a bus id's rank (None: not known), its GPU, the logs that tie them
 # A rank's failure, most causal first: the origin is taken from the first kind present.
 NODE, CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(7)
 KINDS = (
@@ -270,17 +272,43 @@ class AttemptReader:
             return origin
         ranks = [(s, c) for s, c in judged if s.rank is not None]
         nodes = {id(s): self._node(s, reports, task_nodes) for s, _ in judged}
-        known = _bus_ids(judged, nodes, self.layout.node_named)
-        rank, gpu = known.get((origin.node, bus)) or known.get((None, bus)) or (None, None)
-        if gpu is None:
+        known = self._bus_ids(judged, nodes)
+        tie = known.get((origin.node, bus)) or known.get((None, bus))
+        if tie is None:
             return replace(origin, how=f"{origin.how}; no log maps the Xid's bus id {_bus_text(bus)} to a GPU")
-        where = "NCCL's busId" if rank is not None else "nvidia-smi's table"
+        rank, gpu, where = tie
         if rank is None:
             on_gpu = [s.rank for s, c in ranks if nodes[id(s)] == origin.node and _gpu(s, c) == gpu]
             rank = on_gpu[0] if len(on_gpu) == 1 else self.layout.rank_on_gpu(origin.node, gpu)
         of = "" if rank is None else f" of rank {rank}"
         how = f"{origin.how}; the Xid's bus id {_bus_text(bus)} is GPU {gpu}{of} ({where})"
         return replace(origin, rank=rank, gpu=gpu, how=how)
+
+    def _bus_ids(self, judged: list[tuple[Stream, Classification]], nodes: Mapping[int, str | None]) -> dict[BusKey, Tie]:
+        """(node, bus id) -> the rank and GPU the logs tie it to: NCCL's lines (the process's
+        rank and CUDA device), nvidia-smi's table rows (the node's GPU index, no rank). A
+        line's node is its NCCL host, else its stream's, else its rank's by the facts; None
+        where none is known. Where lines disagree on the rank, the GPU they agree on alone;
+        on the GPU, nothing."""
+        seen: dict[BusKey, set[tuple[int | None, int, str]]] = defaultdict(set)
+        for stream, _ in judged:
+            for line in stream.lines:
+                if (m := _NCCL_BUS.search(line.text)) is not None:
+                    rank = stream.rank if stream.rank is not None else int(m.group(1))
+                    host = self.layout.node_named(p.group(1)) if (p := NCCL_PROCESS.match(line.text)) else None
+                    value = int(m.group(3), 16)
+                    bus = (value >> 20, (value & 0xFF000) >> 12, (value & 0xFF0) >> 4)
+                    node = host or nodes[id(stream)] or self.layout.node_of_rank(rank)
+                    seen[(node, bus)].add((rank, int(m.group(2)), "NCCL's busId"))
+                elif (m := _SMI_ROW.match(line.text)) is not None:
+                    seen[(nodes[id(stream)], _bus_id(m))].add((None, int(m.group(1)), "nvidia-smi's table"))
+        known: dict[BusKey, Tie] = {}
+        for key, ties in seen.items():
+            gpus = {gpu for _, gpu, _ in ties}
+            ranks = {rank for rank, _, _ in ties if rank is not None}
+            if len(gpus) == 1:
+                known[key] = (ranks.pop() if len(ranks) == 1 else None, gpus.pop(), " and ".join(sorted({w for *_, w in ties})))
+        return known
 
     def _node(self, stream: Stream, reports: list[LauncherReport], task_nodes: Mapping[int, str | None]) -> str | None:
         named = self.layout.node_named
@@ -352,26 +380,6 @@ def _bus_id(match: re.Match[str]) -> BusId:
 
 def _bus_text(bus: BusId) -> str:
     return "{:04x}:{:02x}:{:02x}".format(*bus)
-
-
-def _bus_ids(
-    judged: list[tuple[Stream, Classification]], nodes: Mapping[int, str | None], named: Callable[[str | None], str | None]
-) -> dict[tuple[str | None, BusId], tuple[int | None, int]]:
-    """(node, bus id) -> (rank, GPU) as the logs tie them: NCCL's lines (the process's rank
-    and CUDA device), nvidia-smi's table rows (the node's GPU index, no rank). A line's node
-    is its NCCL host, else its stream's; None where neither is known."""
-    known: dict[tuple[str | None, BusId], tuple[int | None, int]] = {}
-    for stream, _ in judged:
-        for line in stream.lines:
-            if (m := _NCCL_BUS.search(line.text)) is not None:
-                host = named(p.group(1)) if (p := NCCL_PROCESS.match(line.text)) is not None else None
-                value = int(m.group(3), 16)
-                bus = (value >> 20, (value & 0xFF000) >> 12, (value & 0xFF0) >> 4)
-                rank = stream.rank if stream.rank is not None else int(m.group(1))
-                known[(host or nodes[id(stream)], bus)] = (rank, int(m.group(2)))
-            elif (m := _SMI_ROW.match(line.text)) is not None:
-                known.setdefault((nodes[id(stream)], _bus_id(m)), (None, int(m.group(1))))
-    return known
 
 
 def _cascade(
