@@ -131,3 +131,13 @@ def test_a_ranks_gpu_where_the_facts_give_each_rank_one() -> None:
     assert Layout.of({"nodes": ["a"], "tasks_per_node": 2, "gpus": 2}).gpu_of_rank(1) == 1
     with pytest.raises(ValueError, match="gpus"):
         Layout.of({"nodes": ["a"], "gpus": "2"})
+
+
+def test_a_ranks_cuda_error_is_the_consequence_of_its_nodes_xid(classifier: Classifier) -> None:
+    """Rank 1's watchdog names the ECC error CUDA reported (samples/*.url says where it is
+    from); node2's kernel log, where rank 1 ran, holds the Xid itself: the kernel's record
+    is the origin and rank 1 is in the cascade."""
+    ecc = ROOT / "samples" / "gpu_ecc_error--kohya_ddp_ecc_nccl_watchdog.log"
+    answer = read_attempt(classifier, [ecc, DATA / "node2.dmesg"], Layout(("node1", "node2"), 1))
+    assert answer.origin is not None and (answer.origin.node, answer.origin.path) == ("node2", str(DATA / "node2.dmesg"))
+    assert answer.classification.reason == "gpu_ecc_error" and 1 in answer.cascade
