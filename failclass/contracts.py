@@ -72,7 +72,9 @@ class Classification:
 class Origin:
     """Where a multi-rank attempt's failure started: the rank, its node and GPU where the
     logs or the attempt's facts say them, the file and line of its failure, and the
-    evidence that decided it (``how``)."""
+    evidence that decided it (``how``). The GPU is an index on its node: the CUDA device the
+    failure or the rank's NCCL lines name, the GPU an Xid's bus id maps to, or the rank's
+    local rank where the facts give each rank one GPU."""
 
     rank: int | None
     node: str | None

@@ -1,6 +1,6 @@
 """How well `failclass classify --attempt` names where a multi-rank attempt failed and why:
-origin rank, origin node and reason against each attempt's truth.json, per launcher style
-and per reason, with every miss listed. The answer is taken as a user gets it:
+origin rank, origin node, origin GPU and reason against each attempt's truth.json, per
+launcher style and per reason, with every miss listed. The answer is taken as a user gets it:
 
     python -m failclass classify --attempt --json --facts FACTS.json FILE...
 
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from readme import readme_options, write_table
 
-MEASURES = ("rank", "node", "reason", "cascade")
+MEASURES = ("rank", "node", "gpu", "reason", "cascade")
 TIMEOUT = 300
 
 
@@ -62,14 +62,16 @@ def find_attempts(folders: list[Path]) -> list[Attempt]:
 
 
 def compare(truth: dict, answer: dict | None) -> dict[str, bool]:
-    """Which measures the answer gets right: the origin's rank and node, the reason, and
-    the cascade (the same set of ranks). No answer is wrong on all of them."""
+    """Which measures the answer gets right: the origin's rank, node and GPU (none where
+    the attempt ran without GPUs: a GPU named there is wrong), the reason, and the cascade
+    (the same set of ranks). No answer is wrong on all of them; no origin, on its three."""
     if answer is None:
         return dict.fromkeys(MEASURES, False)
     origin = answer.get("origin") or {}
     return {
         "rank": origin.get("rank") == truth["origin"]["rank"],
         "node": origin.get("node") == truth["origin"]["node"],
+        "gpu": bool(origin) and origin.get("gpu") == truth["origin"].get("gpu"),
         "reason": answer.get("reason") == truth["reason"],
         "cascade": sorted(answer.get("cascade") or []) == sorted(truth["cascade"]),
     }
@@ -119,15 +121,17 @@ def misses(outcomes: list[Outcome]) -> list[str]:
     lines = []
     for outcome in outcomes:
         right = outcome.right()
-        if all(right[measure] for measure in ("rank", "node", "reason")):
+        if all(right[measure] for measure in ("rank", "node", "gpu", "reason")):
             continue
         truth = outcome.attempt.truth
-        expected = f"rank {truth['origin']['rank']} on {truth['origin']['node']}, {truth['reason']}"
+        expected = (
+            f"rank {truth['origin']['rank']} on {truth['origin']['node']} (GPU {truth['origin'].get('gpu')}), {truth['reason']}"
+        )
         if outcome.answer is None:
             lines.append(f"- {outcome.attempt.name}: want {expected}; ERROR {outcome.error}")
             continue
         origin = outcome.answer.get("origin") or {}
-        got = f"rank {origin.get('rank')} on {origin.get('node')}, {outcome.answer.get('reason')}"
+        got = f"rank {origin.get('rank')} on {origin.get('node')} (GPU {origin.get('gpu')}), {outcome.answer.get('reason')}"
         lines.append(f"- {outcome.attempt.name}: want {expected}; got {got} (how: {origin.get('how')})")
     return lines
 

@@ -153,6 +153,7 @@ def _tables(analysis: Analysis, taxonomy: Taxonomy) -> dict[str, tuple[type, Seq
         "goodput_users": (UserGoodput, report.goodput),
         "goodput_jobs": (JobGoodput, report.job_goodput),
         "nodes": (NodeFailures, report.nodes),
+        "gpus": (NodeFailures, report.gpus),
     }
     if report.rightsizing:
         from failclass.waste.rightsize import UserRightsizing

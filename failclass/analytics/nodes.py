@@ -1,13 +1,14 @@
-"""Where failures started, per node: the failed attempts whose logs were read as ranks name
-the node of the rank that failed first (failclass.logs.origin). A node that starts far
-more failures than the others is a lemon (Meta's term for the hosts to drain): it is
-marked where it started at least LEMON_MIN of them and LEMON_FACTOR times the median of the
-nodes that ran a failed attempt."""
+"""Where failures started, per node and per GPU: the failed attempts whose logs were read as
+ranks name the node of the rank that failed first (failclass.logs.origin), and its GPU
+where the logs or the facts tell it. A node that starts far more failures than the others
+is a lemon (Meta's term for the hosts to drain): it is marked where it started at least
+LEMON_MIN of them and LEMON_FACTOR times the median of the nodes that ran a failed
+attempt. A GPU is marked where it alone meets that bar: the node's failures are its."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
@@ -20,35 +21,60 @@ LEMON_FACTOR = 3.0
 @dataclass(frozen=True)
 class NodeFailures:
     node: str
-    started: int  # failed attempts whose failure started on this node
-    failed_attempts: int  # failed attempts that ran on it (started there or not)
+    started: int  # failed attempts whose failure started on this node (on this GPU of it)
+    failed_attempts: int  # failed attempts that ran on the node (started there or not)
     started_gpu_h: float  # GPU time of the attempts it started (runtime to failure x GPUs)
     top_reason: str  # the reason it started most
     lemon: bool
+    gpu: int | None = None  # one GPU of the node; None: the node as a whole
 
 
 def node_failures(failed: Sequence[AttemptRecord], reason_of: dict[tuple[str, int], str]) -> list[NodeFailures]:
     """The nodes where a failure started, most first."""
-    started: Counter[str] = Counter()
+    return _started(failed, reason_of, lambda r: (r.origin_node, None) if r.origin_node is not None else None)
+
+
+def gpu_failures(failed: Sequence[AttemptRecord], reason_of: dict[tuple[str, int], str]) -> list[NodeFailures]:
+    """The GPUs where a failure started (where the origin's GPU is known), most first."""
+    return _started(failed, reason_of, _on_gpu)
+
+
+Place = tuple[str, int | None]  # a node, and one GPU of it (None: the whole node)
+
+
+def _on_gpu(record: AttemptRecord) -> Place | None:
+    return (record.origin_node, record.origin_gpu) if record.origin_node is not None and record.origin_gpu is not None else None
+
+
+def _started(
+    failed: Sequence[AttemptRecord], reason_of: dict[tuple[str, int], str], place: Callable[[AttemptRecord], Place | None]
+) -> list[NodeFailures]:
+    """Failures started per place (a node, or a node and GPU), against the bar the nodes set."""
+    started: Counter[Place] = Counter()
+    per_node: Counter[str] = Counter()
     ran: Counter[str] = Counter()
-    hours: dict[str, float] = {}
-    reasons: dict[str, Counter[str]] = {}
+    hours: dict[Place, float] = {}
+    reasons: dict[Place, Counter[str]] = {}
     for record in failed:
         ran.update(set(record.nodes) | ({record.origin_node} if record.origin_node else set()))
         if record.origin_node is None:
             continue
-        started[record.origin_node] += 1
-        hours[record.origin_node] = hours.get(record.origin_node, 0.0) + max(record.gpus, 1) * (record.rtf_minutes or 0.0) / 60
-        reasons.setdefault(record.origin_node, Counter())[reason_of[(record.job_id, record.attempt)]] += 1
-    typical = median([started.get(node, 0) for node in ran]) if ran else 0
+        per_node[record.origin_node] += 1
+        if (where := place(record)) is None:
+            continue
+        started[where] += 1
+        hours[where] = hours.get(where, 0.0) + max(record.gpus, 1) * (record.rtf_minutes or 0.0) / 60
+        reasons.setdefault(where, Counter())[reason_of[(record.job_id, record.attempt)]] += 1
+    typical = median([per_node.get(node, 0) for node in ran]) if ran else 0
     return [
         NodeFailures(
-            node,
+            where[0],
             count,
-            ran[node],
-            round(hours[node], 2),
-            reasons[node].most_common(1)[0][0],
+            ran[where[0]],
+            round(hours[where], 2),
+            reasons[where].most_common(1)[0][0],
             count >= LEMON_MIN and count >= LEMON_FACTOR * max(typical, 1),
+            where[1],
         )
-        for node, count in started.most_common()
+        for where, count in started.most_common()
     ]

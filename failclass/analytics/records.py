@@ -55,6 +55,7 @@ class AttemptRecord:
     checkpoint_basis: str | None = None  # where the log was read when the attempt was reported (the store)
     last_checkpoint_at: datetime | None = None
     origin_node: str | None = None  # where its failure started, where its logs were read as ranks (the store)
+    origin_gpu: int | None = None  # the GPU of that node, where the logs or facts tell it
 
     @property
     def time(self) -> datetime | None:
@@ -188,6 +189,7 @@ def store_records(rows: Iterable[StoredAttempt]) -> list[AttemptRecord]:
             checkpoint_basis=row.checkpoint_basis,
             last_checkpoint_at=row.last_checkpoint_at,
             origin_node=row.origin_node,
+            origin_gpu=row.origin_gpu,
         )
         for row in rows
     ]

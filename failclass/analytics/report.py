@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from failclass.analytics.goodput import JobGoodput, UserGoodput, goodput
-from failclass.analytics.nodes import LEMON_FACTOR, LEMON_MIN, NodeFailures, node_failures
+from failclass.analytics.nodes import LEMON_FACTOR, LEMON_MIN, NodeFailures, gpu_failures, node_failures
 from failclass.analytics.records import AttemptRecord
 from failclass.analytics.repetition import ReasonRepetition, repetition
 from failclass.analytics.status import Table6Row, table6_of
@@ -36,6 +36,7 @@ class Report:
     job_goodput: list[JobGoodput]  # the same per job: in the export, not in the JSON answer
     nodes: list[NodeFailures]  # where failures started, most first (lemon nodes marked)
     rightsizing: list[UserRightsizing]  # per user of the selection: what `failclass waste` advised (--waste)
+    gpus: list[NodeFailures]  # the same per GPU of a node, where the origin's GPU is known
 
     def to_dict(self) -> dict[str, Any]:
         return {name: value for name, value in asdict(self).items() if name != "job_goodput"}
@@ -89,6 +90,7 @@ def build_report(
         job_goodput=per_job,
         nodes=node_failures(failed, reasons),
         rightsizing=[sized[u.user] for u in per_user if u.user in sized],
+        gpus=gpu_failures(failed, reasons),
     )
 
 
@@ -222,8 +224,23 @@ NODE_NOTE = (
 
 
 def node_cells(report: Report) -> list[list[Any]]:
-    names = report.reason_names()
+    return _place_cells(report.nodes, report.reason_names())
+
+
+def _place_cells(rows: list[NodeFailures], names: Mapping[str, str]) -> list[list[Any]]:
     return [
         [n.node, n.started, n.failed_attempts, n.started_gpu_h, names.get(n.top_reason, n.top_reason), "lemon" if n.lemon else ""]
-        for n in report.nodes
+        for n in rows
     ]
+
+
+GPU_HEADERS = ["node", "GPU", "failures started", "failed attempts on its node", "GPU-h started", "started most", "lemon"]
+GPU_NOTE = (
+    "The same per GPU, where the logs name the origin's GPU (its CUDA device, an Xid's bus id) or the facts give each"
+    " rank one GPU. Lemon: the GPU alone meets the nodes' bar: drain it and check it (nvidia-smi -q, its Xid history)."
+)
+
+
+def gpu_cells(report: Report) -> list[list[Any]]:
+    names = report.reason_names()
+    return [[g.node, g.gpu, *row[1:]] for g, row in zip(report.gpus, _place_cells(report.gpus, names), strict=True)]

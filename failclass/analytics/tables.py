@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from failclass.analytics.comparison import REASON_HEADERS, TOTAL_HEADERS, Comparison, reason_cells, total_cells
 from failclass.analytics.report import (
     GOODPUT_HEADERS,
+    GPU_HEADERS,
+    GPU_NOTE,
     NODE_HEADERS,
     NODE_NOTE,
     REPEAT_HEADERS,
@@ -17,6 +19,7 @@ from failclass.analytics.report import (
     Report,
     cell,
     goodput_cells,
+    gpu_cells,
     node_cells,
     repeat_cells,
     rightsize_cells,
@@ -59,7 +62,7 @@ RIGHTSIZE_NOTE = (
 def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
     """Table 7 (its category marks spelt out below it), Table 6, the repeats, GPU time lost
     per user, right-sizing advice per user (given a waste report that has it) and, where
-    attempts were read as ranks, the nodes where failures started;
+    attempts were read as ranks, the nodes and GPUs where failures started;
     below a table whose GPU time is zero, why (the attempts have no times)."""
     marks = "cat.: " + ", ".join(f"{mark} {name}" for mark, name in categories.items())
     if report.table7 and not report.gpu_hours_lost:
@@ -83,6 +86,11 @@ def report_tables(report: Report, categories: Mapping[str, str]) -> list[Table]:
         *(
             [replace(_table("nodes", "Where failures started (lemon nodes)", NODE_HEADERS, node_cells(report)), note=NODE_NOTE)]
             if report.nodes
+            else []
+        ),
+        *(
+            [replace(_table("gpus", "Where failures started, per GPU", GPU_HEADERS, gpu_cells(report)), note=GPU_NOTE)]
+            if report.gpus
             else []
         ),
     ]

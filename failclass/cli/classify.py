@@ -70,7 +70,7 @@ def listed_files(source: str) -> list[Path]:
 
 
 def attempt_layout(facts: Path | None) -> Layout:
-    """The attempt facts that say where ranks ran (nodes, tasks_per_node, pods)."""
+    """The attempt facts that say where ranks ran (nodes, tasks_per_node, pods, gpus)."""
     if facts is None:
         return Layout()
     try:
@@ -94,7 +94,7 @@ def attempt_layout(facts: Path | None) -> Layout:
 @click.option(
     "--facts",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --attempt: the attempt facts as JSON (nodes in rank order, tasks_per_node, pods).",
+    help="With --attempt: the attempt facts as JSON (nodes in rank order, tasks_per_node, pods, gpus).",
 )
 @click.option("--files-from", "files_from", help="Read the log paths from this file, one a line ('-': standard input).")
 @click.pass_context

@@ -26,7 +26,7 @@ END = LIMITS.model_tail_bytes  # the end of a log, where the ranks' failures are
 
 def layout_of(attempt: Attempt) -> Layout:
     """Where the attempt's ranks ran, as its facts say."""
-    return Layout(attempt.nodes, attempt.tasks_per_node, attempt.pods)
+    return Layout(attempt.nodes, attempt.tasks_per_node, attempt.pods, attempt.gpus)
 
 
 def examine_files(classifier: Classifier, paths: Sequence[Path], attempt: Attempt) -> tuple[Path, Examination]:

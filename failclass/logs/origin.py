@@ -12,7 +12,9 @@ first, or the one rank of the launcher's table that reported nothing (the others
 on it: a hang). Where comes from the log first (a host prefix, NCCL's ``host:pid:tid
 [gpu]`` lines: github.com/facebookresearch/deit/issues/28, torchrun's failure table,
 srun's errors), then from the attempt's facts (its nodes in rank order with tasks per
-node, pod -> node)."""
+node, pod -> node). A node's kernel log that names a cause (an Xid: the GPU's own fault) is
+upstream of whatever the ranks printed: that node is the origin, its GPU the one the Xid's
+PCI bus id names, and its rank the one that used that GPU."""
 
 from __future__ import annotations
 
@@ -35,9 +37,30 @@ from failclass.resources import PACKAGE_DATA
 from failclass.schema import load
 
 _GPU = re.compile(r"\bcudaDev (\d+)|\bcuda:(\d+)|\bGPU (\d+)\b|\bdevice[ =](\d+)\b")
+# An Xid names its GPU by PCI bus id, "NVRM: Xid (PCI:0000:07:00): 48, ..."
+# (github.com/NVIDIA/gpu-operator/issues/1146; older drivers "NVRM: Xid (0000:03:00): 14":
+# houmin.cc/posts/feaa4605). The logs tie a bus id to a GPU in NCCL's communicator lines,
+# "... rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId e1000 ..." (github.com/Lightning-AI/
+# pytorch-lightning/issues/20434; NCCL prints the hex digits of 0000:e1:00.0), and in
+# nvidia-smi's table, "|   0  NVIDIA A100-PCIE-40GB          On  | 00000000:01:00.0 Off |"
+# (github.com/NVIDIA/nccl/issues/1812).
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\)")
+_NCCL_BUS = re.compile(r"\brank (\d+) nranks \d+ cudaDev (\d+) (?:nvmlDev \d+ )?busId ([0-9a-fA-F]+)\b")
+_SMI_ROW = re.compile(r"\|\s+(\d+)\s.*?\|\s*([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.[0-7] ")
+BusId = tuple[int, int, int]  # PCI domain, bus, device
+BusKey = tuple[str | None, BusId]  # a node (None: not known) and a bus id on it
+Tie = tuple[int | None, int, str]  # a bus id's rank (None: not known), its GPU, the logs that tie them
 # A rank's failure, most causal first: the origin is taken from the first kind present.
-CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(6)
-KINDS = ("named a cause", "got a cause from the model", "died", "lost a peer", "was told to stop", "showed no failure")
+NODE, CAUSE, MODEL, DIED, PEER, STOPPED, NOTHING = range(7)
+KINDS = (
+    "named a cause in its node's kernel log",
+    "named a cause",
+    "got a cause from the model",
+    "died",
+    "lost a peer",
+    "was told to stop",
+    "showed no failure",
+)
 SETTINGS = PACKAGE_DATA / "ranks.yaml"
 
 
@@ -79,7 +102,7 @@ class AttemptReader:
                 stream.lines = outside_tables(stream.lines)
         judged = [(s, self._classify(s)) for s in streams]
         kinds = {id(s): self.kind(c, s) for s, c in judged}
-        ranked = [(s, c) for s, c in judged if s.rank is not None and kinds[id(s)] != NOTHING]
+        ranked = [(s, c) for s, c in judged if (s.rank is not None or s.kernel) and kinds[id(s)] != NOTHING]
         candidates = ranked or [(s, c) for s, c in judged if kinds[id(s)] != NOTHING and id(s) not in launchers]
         task_nodes = {task: node for report in reports if report.by == "srun" for task, node in [(report.rank, report.host)]}
         if not candidates:
@@ -100,7 +123,9 @@ class AttemptReader:
             return AttemptAnswer(found, origin, *_cascade(candidates, reports, report.rank, kinds))
         classification = next(c for s, c in judged if s is chosen)
         origin = self._origin(chosen, classification, reports, task_nodes, how)
-        cascade = _cascade(candidates, reports, chosen.rank, kinds)
+        if chosen.kernel:
+            origin = self._on_its_gpu(origin, classification, judged, reports, task_nodes)
+        cascade = _cascade(candidates, reports, origin.rank, kinds)
         return AttemptAnswer(self._in_files(chosen, classification), origin, *cascade)
 
     def _silent(
@@ -181,9 +206,12 @@ class AttemptReader:
         return self.classifier.classify_bytes("\n".join(line.text for line in stream.lines) + "\n")
 
     def kind(self, classification: Classification, stream: Stream) -> int:
-        """How causal a rank's failure is (CAUSE ... NOTHING)."""
+        """How causal a rank's failure is (NODE ... NOTHING); a node's kernel log counts only
+        where it names a cause."""
         if classification.reason == NO_SIGNATURE:
             return NOTHING
+        if stream.kernel:
+            return NODE if self.classifier.roles.get(classification.rule_id or "") is Role.CAUSE else NOTHING
         if classification.reason in self.peer:
             return PEER
         if classification.source == "model":
@@ -222,7 +250,65 @@ class AttemptReader:
     ) -> Origin:
         evidence_line = stream.lines[found.evidence[0].line - 1] if found.evidence else stream.lines[-1]
         node = self._node(stream, reports, task_nodes)
-        return Origin(stream.rank, node, _gpu(stream, found), evidence_line.path, evidence_line.number, how)
+        gpu = _gpu(stream, found)
+        if gpu is None and stream.rank is not None:
+            gpu = self.layout.gpu_of_rank(stream.rank)
+        return Origin(stream.rank, node, gpu, evidence_line.path, evidence_line.number, how)
+
+    def _on_its_gpu(
+        self,
+        origin: Origin,
+        found: Classification,
+        judged: list[tuple[Stream, Classification]],
+        reports: list[LauncherReport],
+        task_nodes: Mapping[int, str | None],
+    ) -> Origin:
+        """A node's kernel origin with the GPU its Xid names (by bus id, as NCCL's lines or
+        nvidia-smi's table in the logs map it) and the rank that used that GPU: the one whose
+        NCCL line names the bus id, else the one rank of that node whose lines name that GPU,
+        else the rank the facts place there (one GPU per rank)."""
+        bus = next((_bus_id(m) for e in found.evidence if (m := _XID.search(e.text)) is not None), None)
+        if bus is None:
+            return origin
+        ranks = [(s, c) for s, c in judged if s.rank is not None]
+        nodes = {id(s): self._node(s, reports, task_nodes) for s, _ in judged}
+        known = self._bus_ids(judged, nodes)
+        tie = known.get((origin.node, bus)) or known.get((None, bus))
+        if tie is None:
+            return replace(origin, how=f"{origin.how}; no log maps the Xid's bus id {_bus_text(bus)} to a GPU")
+        rank, gpu, where = tie
+        if rank is None:
+            on_gpu = [s.rank for s, c in ranks if nodes[id(s)] == origin.node and _gpu(s, c) == gpu]
+            rank = on_gpu[0] if len(on_gpu) == 1 else self.layout.rank_on_gpu(origin.node, gpu)
+        of = "" if rank is None else f" of rank {rank}"
+        how = f"{origin.how}; the Xid's bus id {_bus_text(bus)} is GPU {gpu}{of} ({where})"
+        return replace(origin, rank=rank, gpu=gpu, how=how)
+
+    def _bus_ids(self, judged: list[tuple[Stream, Classification]], nodes: Mapping[int, str | None]) -> dict[BusKey, Tie]:
+        """(node, bus id) -> the rank and GPU the logs tie it to: NCCL's lines (the process's
+        rank and CUDA device), nvidia-smi's table rows (the node's GPU index, no rank). A
+        line's node is its NCCL host, else its stream's, else its rank's by the facts; None
+        where none is known. Where lines disagree on the rank, the GPU they agree on alone;
+        on the GPU, nothing."""
+        seen: dict[BusKey, set[tuple[int | None, int, str]]] = defaultdict(set)
+        for stream, _ in judged:
+            for line in stream.lines:
+                if (m := _NCCL_BUS.search(line.text)) is not None:
+                    rank = stream.rank if stream.rank is not None else int(m.group(1))
+                    host = self.layout.node_named(p.group(1)) if (p := NCCL_PROCESS.match(line.text)) else None
+                    value = int(m.group(3), 16)
+                    bus = (value >> 20, (value & 0xFF000) >> 12, (value & 0xFF0) >> 4)
+                    node = host or nodes[id(stream)] or self.layout.node_of_rank(rank)
+                    seen[(node, bus)].add((rank, int(m.group(2)), "NCCL's busId"))
+                elif (m := _SMI_ROW.match(line.text)) is not None:
+                    seen[(nodes[id(stream)], _bus_id(m))].add((None, int(m.group(1)), "nvidia-smi's table"))
+        known: dict[BusKey, Tie] = {}
+        for key, ties in seen.items():
+            gpus = {gpu for _, gpu, _ in ties}
+            ranks = {rank for rank, _, _ in ties if rank is not None}
+            if len(gpus) == 1:
+                known[key] = (ranks.pop() if len(ranks) == 1 else None, gpus.pop(), " and ".join(sorted({w for *_, w in ties})))
+        return known
 
     def _node(self, stream: Stream, reports: list[LauncherReport], task_nodes: Mapping[int, str | None]) -> str | None:
         named = self.layout.node_named
@@ -248,10 +334,11 @@ class AttemptReader:
         """The origin a launcher named, at the first line of the answer's evidence if its file
         is known (else at the launcher's own line)."""
         node = self.layout.node_named(report.host) or self.layout.node_of_rank(report.rank)
+        gpu = self.layout.gpu_of_rank(report.rank)
         if path is not None and found.evidence:
-            return Origin(report.rank, node, None, path, found.evidence[0].line, how)
+            return Origin(report.rank, node, gpu, path, found.evidence[0].line, how)
         line = report.line
-        return Origin(report.rank, node, None, line.path if line else None, line.number if line else None, how)
+        return Origin(report.rank, node, gpu, line.path if line else None, line.number if line else None, how)
 
     @staticmethod
     def _in_files(stream: Stream, found: Classification) -> Classification:
@@ -284,6 +371,15 @@ def _gpu(stream: Stream, found: Classification) -> int | None:
         if (m := _GPU.search(text)) is not None:
             return int(next(g for g in m.groups() if g is not None))
     return next((int(m.group(3)) for line in stream.lines if (m := NCCL_PROCESS.match(line.text)) is not None), None)
+
+
+def _bus_id(match: re.Match[str]) -> BusId:
+    domain, bus, device = (int(g, 16) for g in match.groups()[-3:])
+    return domain & 0xFFFF, bus, device
+
+
+def _bus_text(bus: BusId) -> str:
+    return "{:04x}:{:02x}:{:02x}".format(*bus)
 
 
 def _cascade(

@@ -13,7 +13,11 @@ Slurm's ``%t``/``%N`` output names, a file per Kubernetes pod. Prefixes nest (``
 ``W1128 19:33:38.582000`` (torch's C++ records write the month unpadded, ``[E626 06:24:44``:
 github.com/XPixelGroup/BasicSR/issues/737), ISO and Python logging's ``2026-11-28
 19:35:30,625``, DeepSpeed's ``[2023-03-24 10:26:51,118]``, torchrun's table's
-``2026-11-28_19:33:46``. Which rank failed first is failclass.logs.origin's question."""
+``2026-11-28_19:33:46``. A node's kernel log (dmesg, ``dmesg -T``, syslog and ``journalctl -k``:
+``Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid ...``,
+github.com/NVIDIA/gpu-operator/issues/1146) is that node's evidence, not a rank's: its
+lines form the node's own stream, named by the syslog host or the file's name. Which rank
+failed first is failclass.logs.origin's question."""
 
 from __future__ import annotations
 
@@ -42,30 +46,42 @@ NCCL_PROCESS = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):\d+ \[(\d+)\] ")
 # "[PG ID 0 PG GUID 0(default_pg) Rank 1]" (github.com/XPixelGroup/BasicSR/issues/737)
 _C10D_RANK = re.compile(r"ProcessGroup\w*\.cpp:\d+\] \[(?:PG [^\]]*?)?Rank (\d+)\]")
 _NCCL_RANK = re.compile(r"NCCL INFO .*\brank (\d+) nranks \d+")
+# A kernel record: syslog's or journalctl's "Mon DD HH:MM:SS host kernel: ", dmesg's uptime
+# "[  219.470994] " or dmesg -T's "[Fri Apr  5 21:29:39 2024] " (kept in the line: rules read it)
+_KERNEL = re.compile(
+    r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ([A-Za-z0-9][\w.-]*) kernel: )"
+    r"|\[ *\d+\.\d+\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "
+)
 _TORCHRUN_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
 # -- times ------------------------------------------------------------------------------
 _ISO = re.compile(r"\[?\d{4}-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"\[?[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)")
+_SYSLOG = re.compile(r"(?:\[[A-Z][a-z]{2} )?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)()")  # syslog, dmesg -T
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 LOCALHOST = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 @dataclass(frozen=True)
 class Layout:
     """The attempt's facts about where ranks ran: nodes in rank order, tasks per node,
-    pod name -> node."""
+    pod name -> node, and the GPUs of the attempt (all nodes together)."""
 
     nodes: tuple[str, ...] = ()
     tasks_per_node: int | None = None
     pods: Mapping[str, str] = field(default_factory=dict)
+    gpus: int = 0
 
     @classmethod
     def of(cls, facts: Mapping[str, object]) -> Layout:
         nodes = facts.get("nodes") or ()
         per = facts.get("tasks_per_node")
         pods = facts.get("pods") or {}
+        gpus = facts.get("gpus") or 0
         if not isinstance(nodes, list | tuple) or not isinstance(pods, Mapping) or not (per is None or isinstance(per, int)):
             raise ValueError("facts: nodes must be a list, tasks_per_node an integer, pods an object")
-        return cls(tuple(str(n) for n in nodes), per, {str(k): str(v) for k, v in pods.items()})
+        if not isinstance(gpus, int):
+            raise ValueError("facts: gpus must be an integer")
+        return cls(tuple(str(n) for n in nodes), per, {str(k): str(v) for k, v in pods.items()}, gpus)
 
     def node_named(self, host: str | None) -> str | None:
         """A host as the facts name it (``node1`` for ``node1.cluster``); None for localhost."""
@@ -88,6 +104,19 @@ class Layout:
         if not self.tasks_per_node or node not in self.nodes or local >= self.tasks_per_node:
             return None
         return self.nodes.index(node) * self.tasks_per_node + local
+
+    def gpu_of_rank(self, rank: int) -> int | None:
+        """A rank's GPU where the facts give each rank one GPU (as many GPUs as ranks): its
+        local rank, as torchrun and srun jobs pick theirs (``cuda:LOCAL_RANK``)."""
+        if self.world_size is None or self.gpus != self.world_size or not 0 <= rank < self.world_size:
+            return None
+        assert self.tasks_per_node is not None
+        return rank % self.tasks_per_node
+
+    def rank_on_gpu(self, node: str | None, gpu: int) -> int | None:
+        """The rank the facts place on a node's GPU, where they give each rank one GPU."""
+        rank = None if node is None else self.rank_of(node, gpu)
+        return rank if rank is not None and self.gpu_of_rank(rank) == gpu else None
 
     def node_of_rank(self, rank: int) -> str | None:
         if len(self.nodes) == 1:
@@ -115,6 +144,7 @@ class Tag:
     task: int | None = None  # srun task
     host: str | None = None
     pid: int | None = None  # Ray's worker process
+    kernel: bool = False  # a node's kernel record
     context: str = ""  # what a local rank is local to (a file, a torchrun log folder)
 
 
@@ -127,6 +157,7 @@ class Stream:
     lines: list[RankLine] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
     tasks: set[int] = field(default_factory=set)
+    kernel: bool = False  # a node's kernel log
 
 
 def read_lines(path: Path) -> list[str]:
@@ -137,10 +168,10 @@ def read_lines(path: Path) -> list[str]:
 
 
 def time_of(text: str) -> float | None:
-    match = _ISO.match(text) or _GLOG.match(text)
-    if match is None:
+    match = _ISO.match(text) or _GLOG.match(text) or _SYSLOG.match(text)
+    if match is None or (match.re is _SYSLOG and match.group(1) not in _MONTHS):
         return None
-    month, day, hour, minute, second = (int(g) for g in match.groups()[:5])
+    month, day, hour, minute, second = (_MONTHS.index(g) + 1 if g in _MONTHS else int(g) for g in match.groups()[:5])
     fraction = float("0." + match.group(6)) if match.group(6) else 0.0
     return ((month * 31 + day) * 24 + hour) * 3600 + minute * 60 + second + fraction
 
@@ -230,6 +261,8 @@ def _parse(line: str, base: Tag, labels: Labels) -> tuple[Tag, str]:
         elif (m := _HOST.match(rest)) is not None and not m.group(1).isdigit() and _among(m.group(1), labels.hosts):
             tag.host = m.group(1)
         else:
+            if (m := _KERNEL.match(rest)) is not None:  # the node's, whoever's file it is in
+                return Tag(host=m.group(1) or tag.host, kernel=True, context=base.context), rest
             if (m := NCCL_PROCESS.match(rest)) is not None and tag.pid is None:
                 tag.host, tag.pid = tag.host or m.group(1), int(m.group(2))
             if tag.rank is None and (m := _C10D_RANK.search(rest)) is not None:
@@ -261,7 +294,8 @@ def rank_streams(files: Mapping[str, Sequence[str]], layout: Layout) -> list[Str
 
 def _group(tagged: list[tuple[Tag, RankLine]], layout: Layout) -> list[Stream]:
     """Lines into streams by rank: a local rank, a Ray worker or an srun task resolved to the
-    global rank where a line says both; where none can be, by local rank, process or file."""
+    global rank where a line says both; where none can be, by local rank, process or file.
+    A node's kernel records go to that node's stream (or their file's), never a rank's."""
     local_rank: dict[tuple[str, int], int] = {}
     agents: set[tuple[str, int]] = set()  # srun tasks that are a node's launcher (their lines carry ranks)
     process_rank: dict[tuple[str | None, int], int] = {}  # a Ray worker's, an NCCL process's
@@ -292,9 +326,11 @@ def _group(tagged: list[tuple[Tag, RankLine]], layout: Layout) -> list[Stream]:
             key = ("local", tag.context, tag.local)
         elif tag.pid is not None:
             key = ("process", tag.host, tag.pid)
+        elif tag.kernel:
+            key = ("kernel", tag.host or tag.context)
         else:
             key = ("file", tag.context)
-        stream = streams.setdefault(key, Stream(key, rank))
+        stream = streams.setdefault(key, Stream(key, rank, kernel=tag.kernel))
         stream.lines.append(line)
         if tag.host is not None and tag.host not in stream.hosts:
             stream.hosts.append(tag.host)

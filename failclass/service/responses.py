@@ -76,8 +76,8 @@ class ReportScope(BaseModel):
 
 class ReportOut(BaseModel):
     """Table 7, Table 6 and repeats per reason over the selection, GPU time lost per user,
-    the nodes where failures started, right-sizing advice per user (from a `failclass
-    waste` report: none here, as the CLI's ``--waste`` gives it), and the comparison."""
+    the nodes and GPUs where failures started, right-sizing advice per user (from a
+    `failclass waste` report: none here, as the CLI's ``--waste`` gives it), and the comparison."""
 
     attempts: int
     failed_attempts: int
@@ -90,5 +90,6 @@ class ReportOut(BaseModel):
     goodput: list[UserGoodput]
     nodes: list[NodeFailures]
     rightsizing: list[UserRightsizing]
+    gpus: list[NodeFailures]
     scope: ReportScope
     comparison: Comparison | None

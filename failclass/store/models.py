@@ -83,6 +83,7 @@ class ClassificationRow(Base):
     last_checkpoint_at: Mapped[datetime | None] = mapped_column()  # the log's last checkpoint save in the attempt
     origin_rank: Mapped[int | None] = mapped_column(Integer)  # where the failure started (failclass.contracts.Origin)
     origin_node: Mapped[str | None] = mapped_column(String(300))
+    origin_gpu: Mapped[int | None] = mapped_column(Integer)
     body: Mapped[dict[str, Any]] = mapped_column()  # the classify contract object
 
     attempt: Mapped[AttemptRow] = relationship(back_populates="classification")

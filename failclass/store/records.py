@@ -194,6 +194,7 @@ class Records(Outbox, ABC):
                 "last_checkpoint_at": examined.checkpoint[1] if examined.checkpoint else None,
                 "origin_rank": examined.origin.rank if examined.origin else None,
                 "origin_node": examined.origin.node if examined.origin else None,
+                "origin_gpu": examined.origin.gpu if examined.origin else None,
                 "body": to_json(classification),
             },
         )

@@ -37,7 +37,7 @@ DEFAULT_LIMIT = 100
 @dataclass(frozen=True, kw_only=True)
 class RecordedAttempt(Attempt):
     """An attempt as the store recorded it: its facts, when, its classification and
-    decision, and where its failure started (the rank and node of its Origin,
+    decision, and where its failure started (the rank, node and GPU of its Origin,
     failclass.contracts), where its logs were read as ranks."""
 
     recorded_at: datetime
@@ -45,6 +45,7 @@ class RecordedAttempt(Attempt):
     decision: DecisionRecord | None = None
     origin_rank: int | None = None
     origin_node: str | None = None
+    origin_gpu: int | None = None
 
 
 class BlacklistEntry(TypedDict):
@@ -102,6 +103,7 @@ class StoredAttempt:
     checkpoint_basis: str | None
     last_checkpoint_at: datetime | None
     origin_node: str | None
+    origin_gpu: int | None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -294,6 +296,7 @@ STORED_ATTEMPT_COLUMNS = (
     ClassificationRow.checkpoint_basis,
     ClassificationRow.last_checkpoint_at,
     ClassificationRow.origin_node,
+    ClassificationRow.origin_gpu,
 )
 
 
@@ -336,4 +339,5 @@ def attempt_view(session: Session, row: AttemptRow) -> RecordedAttempt:
         decision=decision_view(decision) if decision else None,
         origin_rank=classification.origin_rank if classification else None,
         origin_node=classification.origin_node if classification else None,
+        origin_gpu=classification.origin_gpu if classification else None,
     )

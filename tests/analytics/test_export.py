@@ -23,6 +23,7 @@ TABLES = [
     "goodput_users",
     "goodput_jobs",
     "nodes",
+    "gpus",
     "comparison_totals",
     "comparison_reasons",
 ]

@@ -1,6 +1,6 @@
-"""Where failures started, per node (lemon nodes): real multi-rank attempts
-(corpora/multirank) examined as the hook examines them, recorded by the real use case,
-then reported from the store."""
+"""Where failures started, per node (lemon nodes) and per GPU: real multi-rank attempts
+(corpora/multirank, tests/data/xid) examined as the hook examines them, recorded by the
+real use case, then reported from the store."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, run_cli
 
 from failclass.attempts import Attempt
@@ -18,6 +19,7 @@ from failclass.store.repository import Store
 from failclass.usecases import report_attempt
 
 MULTIRANK = ROOT / "corpora" / "multirank" / "attempts"
+XID = ROOT / "tests" / "data" / "xid"  # a node's Xid and the rank log that maps its bus id to a GPU
 ON_NODE4 = [
     "torchrun_stream__missing_module__r14of16__0",
     "srun_files__abort_reported__r7of8__0",
@@ -57,3 +59,35 @@ def test_a_node_that_starts_most_failures_is_named_a_lemon(tmp_path: Path) -> No
     assert nodes["node4"]["failed_attempts"] == 5 and nodes["node4"]["top_reason"] == "import_error"
     markdown = run_cli("report", "--database-url", url).stdout
     assert "Where failures started (lemon nodes)" in markdown and "| node4 | 3 | 5 |" in markdown
+
+
+@pytest.mark.e2e
+def test_the_gpu_that_started_a_nodes_failures_is_named_beside_its_node(tmp_path: Path) -> None:
+    """worker4's GPU 1 started three failures (its Xid 48, rank 1's GPU by NCCL's busId),
+    EVE's GPU 0 one (its Xid 79, GPU 0 in nvidia-smi's table)."""
+    url = f"sqlite:///{tmp_path / 'failclass.db'}"
+    store = Store.open(url)
+    start = datetime(2026, 11, 20, 8, tzinfo=UTC)
+    on = {"worker4": [XID / "worker4.kern.log", XID / "worker4.rank1.out"], "EVE": [XID / "EVE.kern.log", XID / "EVE.rank0.out"]}
+    for number, node in enumerate(["worker4", "worker4", "EVE", "worker4"]):
+        nodes = (node, f"{node}-peer")
+        attempt = Attempt(
+            f"xid-{number}",
+            1,
+            "ana",
+            start_time=start,
+            end_time=start + timedelta(hours=1),
+            gpus=4,
+            nodes=nodes,
+            tasks_per_node=2,
+        )
+        report_attempt(store, attempt, examine_files(Classifier(), on[node], attempt)[1], load_policy())
+    done = run_cli("report", "--database-url", url, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    gpus = [
+        (g["node"], g["gpu"], g["started"], g["started_gpu_h"], g["top_reason"], g["lemon"])
+        for g in json.loads(done.stdout)["gpus"]
+    ]
+    assert gpus == [("worker4", 1, 3, 12.0, "gpu_ecc_error", True), ("EVE", 0, 1, 4.0, "gpu_ecc_error", False)]
+    markdown = run_cli("report", "--database-url", url).stdout
+    assert "Where failures started, per GPU" in markdown and "| worker4 | 1 | 3 | 3 | 12.00 |" in markdown

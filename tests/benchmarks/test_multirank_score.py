@@ -43,7 +43,7 @@ RIGHT = {
 
 
 def test_a_right_answer_is_right_on_every_measure() -> None:
-    assert SCORE.compare(TRUTH, RIGHT) == {"rank": True, "node": True, "reason": True, "cascade": True}
+    assert SCORE.compare(TRUTH, RIGHT) == {"rank": True, "node": True, "gpu": True, "reason": True, "cascade": True}
 
 
 def test_each_measure_fails_on_its_own() -> None:
@@ -51,16 +51,18 @@ def test_each_measure_fails_on_its_own() -> None:
     wrong_node = {**RIGHT, "origin": {**RIGHT["origin"], "node": "node1"}}
     wrong_reason = {**RIGHT, "reason": "mpi_runtime_failure"}
     short_cascade = {**RIGHT, "cascade": [0, 1]}
-    assert SCORE.compare(TRUTH, wrong_rank) == {"rank": False, "node": True, "reason": True, "cascade": True}
-    assert SCORE.compare(TRUTH, wrong_node) == {"rank": True, "node": False, "reason": True, "cascade": True}
-    assert SCORE.compare(TRUTH, wrong_reason) == {"rank": True, "node": True, "reason": False, "cascade": True}
+    gpu_on_a_cpu_run = {**RIGHT, "origin": {**RIGHT["origin"], "gpu": 1}}
+    assert SCORE.compare(TRUTH, wrong_rank) == {"rank": False, "node": True, "gpu": True, "reason": True, "cascade": True}
+    assert SCORE.compare(TRUTH, wrong_node) == {"rank": True, "node": False, "gpu": True, "reason": True, "cascade": True}
+    assert SCORE.compare(TRUTH, gpu_on_a_cpu_run) == {"rank": True, "node": True, "gpu": False, "reason": True, "cascade": True}
+    assert SCORE.compare(TRUTH, wrong_reason) == {"rank": True, "node": True, "gpu": True, "reason": False, "cascade": True}
     assert SCORE.compare(TRUTH, short_cascade)["cascade"] is False
 
 
 def test_no_answer_or_no_origin_is_wrong() -> None:
     assert not any(SCORE.compare(TRUTH, None).values())
     plain = SCORE.compare(TRUTH, {"reason": "incorrect_inputs"})  # a single-log answer
-    assert plain == {"rank": False, "node": False, "reason": True, "cascade": False}
+    assert plain == {"rank": False, "node": False, "gpu": False, "reason": True, "cascade": False}
 
 
 def test_the_command_output_is_read_or_its_error_kept() -> None:
@@ -83,10 +85,10 @@ def test_tables_count_per_group_and_overall(tmp_path: Path) -> None:
     outcomes = [SCORE.Outcome(attempts[0], None, "exit 2: boom"), SCORE.Outcome(attempts[1], RIGHT, None)]
     rows = SCORE.table(outcomes, "style", "launcher style")
     assert rows[2:] == [
-        "| mpirun_tag | 1 | 0.00 | 0.00 | 0.00 | 0.00 |",
-        "| srun_label | 1 | 1.00 | 1.00 | 1.00 | 1.00 |",
-        "| **all** | 2 | 0.50 | 0.50 | 0.50 | 0.50 |",
+        "| mpirun_tag | 1 | 0.00 | 0.00 | 0.00 | 0.00 | 0.00 |",
+        "| srun_label | 1 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |",
+        "| **all** | 2 | 0.50 | 0.50 | 0.50 | 0.50 | 0.50 |",
     ]
     assert SCORE.misses(outcomes) == [
-        "- mpirun_tag__hang__r2of4__0: want rank 5 on node3, mpi_runtime_failure; ERROR exit 2: boom"
+        "- mpirun_tag__hang__r2of4__0: want rank 5 on node3 (GPU None), mpi_runtime_failure; ERROR exit 2: boom"
     ]

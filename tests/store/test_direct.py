@@ -113,10 +113,16 @@ def test_the_driver_keeps_where_the_ranks_ran_and_where_the_failure_started(data
     assert recorded.decision is not None and recorded.decision.effects.implicated_nodes == ("gpu-02",)
     assert recorded.decision.exclude_nodes == ("gpu-02",)
     (row,) = store.job("j-ecc")
-    assert (row.tasks_per_node, row.pods, row.origin_rank, row.origin_node) == (1, pods, 1, "gpu-02")
+    assert (row.tasks_per_node, row.pods, row.origin_rank, row.origin_node, row.origin_gpu) == (1, pods, 1, "gpu-02", 0)
     report_attempt(direct, Attempt("j-plain", 1, "u", nodes=("gpu-01", "gpu-02")), examined, load_policy(), now=T0)
     (plain,) = store.job("j-plain")
-    assert (plain.tasks_per_node, plain.pods, plain.origin_rank, plain.origin_node) == (None, {}, None, None)
+    assert (plain.tasks_per_node, plain.pods, plain.origin_rank, plain.origin_node, plain.origin_gpu) == (
+        None,
+        {},
+        None,
+        None,
+        None,
+    )
     assert plain.decision is not None and plain.decision.effects.implicated_nodes == ("gpu-01", "gpu-02")  # no origin: both
 
 

@@ -3,6 +3,7 @@ the policy's state across jobs (holds, blacklist, suspect nodes) as the database
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,7 @@ from sqlalchemy import MetaData, Table, inspect
 
 from failclass.attempts import Attempt
 from failclass.classifier import Examination
-from failclass.contracts import to_json
+from failclass.contracts import Origin, to_json
 from failclass.errors import IdempotencyConflict
 from failclass.policy.config import PolicyConfig, load_policy
 from failclass.store.migrate import HEAD, alembic_config, current, upgrade
@@ -93,8 +94,9 @@ def test_a_store_at_head_opens_without_alembic_and_an_older_one_is_migrated(data
 def test_an_attempt_recorded_before_0005_reads_back_without_rank_facts_or_origin(
     database_url: str, examined: dict[str, Examination]
 ) -> None:
-    """Migration 0005 adds where ranks ran to the attempts and where the failure started to
-    the classifications; the rows already there read back with neither."""
+    """Migrations 0005 and 0006 add where ranks ran to the attempts and where the failure
+    started (rank, node, GPU) to the classifications; the rows already there read back with
+    neither."""
     engine = make_engine(database_url)
     upgrade(engine, "0004")
     tables = MetaData()
@@ -113,10 +115,28 @@ def test_an_attempt_recorded_before_0005_reads_back_without_rank_facts_or_origin
     engine.dispose()
     store = Store.open(database_url)
     assert current(store.engine) == HEAD
-    assert {"origin_rank", "origin_node"} <= {c["name"] for c in inspect(store.engine).get_columns("classifications")}
+    assert {"origin_rank", "origin_node", "origin_gpu"} <= {
+        c["name"] for c in inspect(store.engine).get_columns("classifications")
+    }
     (recorded,) = store.job("old-1")
     assert (recorded.nodes, recorded.classification) == (("gpu-01", "gpu-02"), found)
     assert (recorded.tasks_per_node, recorded.pods, recorded.origin_rank, recorded.origin_node) == (None, {}, None, None)
+    assert recorded.origin_gpu is None
+
+
+def test_where_the_failure_started_is_kept_to_its_gpu(
+    store: Store, examined: dict[str, Examination], policy: PolicyConfig
+) -> None:
+    """Rank 5's GPU 3 on gpu-02 (a node's Xid named it): the store keeps rank, node and GPU,
+    and the decision excludes gpu-02 alone."""
+    origin = Origin(5, "gpu-02", 3, "gpu-02.kern.log", 4, "the only log that named a cause in its node's kernel log")
+    attempt = Attempt("j-gpu", 1, "u", nodes=("gpu-01", "gpu-02"), tasks_per_node=4, gpus=8)
+    recorded = report_attempt(store, attempt, dataclasses.replace(examined["ecc"], origin=origin), policy, now=T0)
+    assert recorded.decision is not None and recorded.decision.exclude_nodes == ("gpu-02",)
+    (row,) = store.job("j-gpu")
+    assert (row.origin_rank, row.origin_node, row.origin_gpu) == (5, "gpu-02", 3)
+    (stored,) = [a for a in store.attempt_rows() if a.job_id == "j-gpu"]
+    assert (stored.origin_node, stored.origin_gpu) == ("gpu-02", 3)
 
 
 def test_an_attempt_is_recorded_once(store: Store, examined: dict[str, Examination], policy: PolicyConfig) -> None:
