@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-MODULE = '''
+MODULE = """
 import os
 from pathlib import Path
 
@@ -25,7 +25,7 @@ def built():
 @pytest.mark.parametrize("n", range(4))
 def test_it(built, n):
     Path("{seen}", "{name}-ran-" + os.environ["PYTEST_XDIST_WORKER"]).touch()
-'''
+"""
 
 
 def test_slurm_modules_share_a_worker_and_a_module_builds_its_fixtures_once(tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, with only the failclass package and its data in it."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"  # setuptools builds in the source tree: a copy, so that no other test's files move under it
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True
+    )
     for name in filter(None, listed.stdout.decode().split("\0")):
         if (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
