@@ -23,7 +23,7 @@ Mode = Literal["enforce", "audit"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 Source = Literal["signature", "model", "scheduler", "launcher", "none"]  # what named a classification's reason
 DecisionKind = Literal["failure", "admission"]  # a finished attempt's decision, or a submission's
-NoticeKind = Literal["hold", "blacklisted_input", "suspect_node", "idle_warning", "release", "hung_job"]
+NoticeKind = Literal["hold", "blacklisted_input", "suspect_node", "idle_warning", "release", "hung_job", "repeat_idle"]
 NOTICE_KINDS: tuple[NoticeKind, ...] = get_args(NoticeKind)
 
 
@@ -171,6 +171,31 @@ class Notice:
     evidence: tuple[Evidence, ...] = ()
     attempt_id: int | None = None
     link: str | None = None  # where to read more (the service's page of the attempt), if known
+
+
+WARN, RELEASE, NEVER_USED, HUNG, CANCEL, REPEAT_IDLE = "warn", "release", "never_used", "hung", "cancel", "repeat_idle"
+WATCH_ACTIONS = (WARN, RELEASE, NEVER_USED, HUNG, CANCEL, REPEAT_IDLE)  # what a step of the watch does
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchStep:
+    """One step the watch took on a running job (failclass.waste.enforce): a warning, a
+    release, a hung job flagged or cancelled, a GPU never used, a user named as a repeat
+    offender (``repeat_idle``). Taken once per idle or hung stretch (``since``: when it
+    began), recorded with its evidence and with what was run on the scheduler."""
+
+    job_id: str
+    user: str
+    vc: str
+    action: str  # WATCH_ACTIONS
+    step: int  # which warning (1, 2, ...); a repeat offence: the user's releases counted
+    since: datetime
+    taken_at: datetime
+    reason: str
+    gpus: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    done: tuple[str, ...] = ()  # the scheduler's commands run, each with its outcome where it failed
+    enforced: bool = True  # false: the policy is in audit mode, nothing was run
 
 
 @dataclasses.dataclass(frozen=True)

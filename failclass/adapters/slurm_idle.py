@@ -1,8 +1,9 @@
 """The idle watch's signals carried out on Slurm: a warning is written into the job's
 output with ``scontrol notify``; a release notifies, marks the job's comment (so that
-failclass's epilog does not take the cancellation for a failure and requeue it), then
-``scancel``s the job; a hung job is cancelled with its own mark, which the epilog does
-not skip: its attempt is decided as a failure."""
+failclass's epilog does not take the end for a failure and requeue it), then
+``scancel``s the job, or ``scontrol requeue``s it where the policy releases by requeueing
+(the job goes back to the queue, its GPUs freed); a hung job is cancelled with its own
+mark, which the epilog does not skip: its attempt is decided as a failure."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import subprocess
 from collections.abc import Callable
 
 from failclass.adapters.slurm import RELEASED
+from failclass.contracts import CANCEL, RELEASE
 from failclass.limits import LIMITS
-from failclass.waste.watch import CANCEL, RELEASE, Signal
+from failclass.waste.watch import Signal
 
 HUNG_MARK = "failclass: hung"
 
@@ -31,7 +33,9 @@ def act(signal: Signal, run: Run = _run) -> list[str]:
     if signal.action in (RELEASE, CANCEL):
         mark = RELEASED if signal.action == RELEASE else HUNG_MARK
         comment = f"{mark}: {signal.reason}".replace('"', "'")[: LIMITS.slurm_comment_chars]
-        commands += [["scontrol", "update", f"JobId={signal.job}", f"Comment={comment}"], ["scancel", signal.job]]
+        requeue = signal.action == RELEASE and signal.release == "requeue"
+        end = ["scontrol", "requeue", signal.job] if requeue else ["scancel", signal.job]
+        commands += [["scontrol", "update", f"JobId={signal.job}", f"Comment={comment}"], end]
     done = []
     for command in commands:
         result = run(command)

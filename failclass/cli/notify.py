@@ -16,7 +16,7 @@ policy_option = click.option(
     "policy_file",
     envvar="FAILCLASS_POLICY",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The policy file whose notifications: section names the channels (default: the built-in policy).",
+    help="The policy file (default: the built-in policy): its notifications: section names the channels.",
 )
 
 

@@ -34,6 +34,7 @@ TITLES = {
     "idle_warning": "idle GPUs",
     "release": "job released",
     "hung_job": "job hung",
+    "repeat_idle": "repeatedly idle",
 }
 
 

@@ -10,7 +10,19 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from failclass.attempts import Attempt
-from failclass.contracts import Decision, Evidence, Notice, NoticeKind
+from failclass.contracts import (
+    CANCEL,
+    HUNG,
+    NEVER_USED,
+    RELEASE,
+    REPEAT_IDLE,
+    WARN,
+    Decision,
+    Evidence,
+    Notice,
+    NoticeKind,
+    WatchStep,
+)
 from failclass.notify.config import Notifications
 
 if TYPE_CHECKING:
@@ -46,6 +58,29 @@ def notices_of(decision: Decision, attempt: Attempt, attempt_id: int | None, now
         message = f"suspect after job {job} ({why.reason}): {', '.join(effects.suspect_nodes)}"
         made.append(notice("suspect_node", message, nodes=effects.suspect_nodes))
     return made
+
+
+WATCH_KINDS: dict[str, NoticeKind] = {
+    WARN: "idle_warning",
+    NEVER_USED: "idle_warning",
+    RELEASE: "release",
+    HUNG: "hung_job",
+    CANCEL: "hung_job",
+    REPEAT_IDLE: "repeat_idle",
+}
+
+
+def watch_notice(step: WatchStep) -> Notice:
+    """The notice of a step the watch took: keyed by the step and its stretch, so that the
+    second warning is not taken for a repeat of the first."""
+    kind = WATCH_KINDS[step.action]
+    what = f"{step.action} {step.step}" if step.action == WARN else step.action
+    audit = "" if step.enforced else " (audit mode: recorded, not enforced)"
+    message = f"job {step.job_id} ({step.user}): {what}: {step.reason}{audit}"
+    key = f"{kind}:{step.job_id}:{step.action}:{step.step}:{step.since:%Y%m%dT%H%M%S}"
+    nodes = tuple(dict.fromkeys(gpu.rpartition(":")[0] for gpu in step.gpus))
+    evidence = tuple(Evidence(0, line) for line in step.evidence[:EVIDENCE_LINES])
+    return Notice(kind, step.job_id, step.user, step.action, message, step.taken_at, key, nodes=nodes, evidence=evidence)
 
 
 def sample_notice(now: datetime) -> Notice:

@@ -21,6 +21,7 @@ from failclass.contracts import MODES, RETRY_ACTIONS, Mode
 from failclass.errors import ConfigError
 from failclass.matching.taxonomy import NO_SIGNATURE
 from failclass.notify.config import Notifications
+from failclass.policy.watch import WatchPolicy
 from failclass.resources import POLICY
 from failclass.schema import allowed, build, checked, derived, of_type, read_yaml
 
@@ -96,6 +97,7 @@ class PolicyConfig:
     virtual_clusters: dict[str, ClusterPolicy]
     source: str
     notifications: Notifications = field(default_factory=Notifications)  # who hears of what (failclass.notify)
+    watch: WatchPolicy = field(default_factory=WatchPolicy)  # idle and hung running jobs (failclass.waste.watch)
 
     def blacklisting_reason(self) -> str:
         """The reason whose failures blacklist inputs (the first, if several do): what a
@@ -181,6 +183,7 @@ def load_policy(
         virtual_clusters=clusters,
         source=source,
         notifications=build(Notifications, data.get("notifications") or {}, source, "notifications"),
+        watch=build(WatchPolicy, data.get("watch") or {}, source, "watch"),
     )
 
 
@@ -197,6 +200,7 @@ def _check_shape(data: dict[str, Any], source: str) -> float:
         "rules",
         "virtual_clusters",
         "notifications",
+        "watch",
     }
     unknown = set(data) - known_top
     if unknown:

@@ -15,7 +15,7 @@ from failclass.analytics.nodes import NodeFailures
 from failclass.analytics.repetition import ReasonRepetition
 from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
-from failclass.contracts import Classification, Decision, DecisionRecord
+from failclass.contracts import Classification, Decision, DecisionRecord, WatchStep
 from failclass.store.views import BlacklistEntry, HoldEntry, NodeEntry, RecordedAttempt
 from failclass.waste.rightsize import UserRightsizing
 
@@ -34,6 +34,10 @@ class JobOut(BaseModel):
 
 class DecisionsOut(BaseModel):
     decisions: list[DecisionRecord]
+
+
+class WatchStepsOut(BaseModel):
+    steps: list[WatchStep]
 
 
 class BlacklistOut(BaseModel):

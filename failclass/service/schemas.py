@@ -130,7 +130,8 @@ class WasteIn(BaseModel):
 
 class WatchIn(WasteIn):
     now: Timestamp | None = None
-    warn_after_minutes: float = Field(default=30, ge=1, le=525_600)
-    release_after_minutes: float = Field(default=60, ge=1, le=525_600)
-    never_used_after_minutes: float = Field(default=10, ge=1, le=525_600)
-    kinds: list[Literal["batch", "interactive"]] = Field(default=["interactive"], max_length=2)
+    # None, or no kinds: the service's policy (its watch: section)
+    warn_after_minutes: float | None = Field(default=None, ge=1, le=525_600)
+    release_after_minutes: float | None = Field(default=None, ge=1, le=525_600)
+    never_used_after_minutes: float | None = Field(default=None, ge=1, le=525_600)
+    kinds: list[Literal["batch", "interactive"]] = Field(default=[], max_length=2)

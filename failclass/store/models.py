@@ -195,3 +195,25 @@ class NoticeRow(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column()
+
+
+class WatchStepRow(Base):
+    """One step the watch took on a running job (failclass.contracts.WatchStep), once per
+    idle or hung stretch: what the store keeps so that the next run does not take it again,
+    and the operator sees what was done, why, and to whom."""
+
+    __tablename__ = "watch_steps"
+    __table_args__ = (
+        Index("ix_watch_steps_job", "job_id", "action", "step", "taken_at"),
+        Index("ix_watch_steps_user", "user", "action", "taken_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[str] = mapped_column(String(200))
+    user: Mapped[str] = mapped_column(String(200))
+    vc: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(16))
+    step: Mapped[int] = mapped_column(Integer)
+    since: Mapped[datetime] = mapped_column()
+    taken_at: Mapped[datetime] = mapped_column()
+    body: Mapped[dict[str, Any]] = mapped_column()  # the step contract object, with what was done

@@ -34,6 +34,7 @@ from failclass.history import Blacklisted, Failure, History, HistoryNeeds, Prior
 from failclass.logs.facts import Progress
 from failclass.store.outbox import Outbox
 from failclass.store.statements import Transaction, placeholders
+from failclass.store.steps import WatchSteps
 
 if TYPE_CHECKING:
     from failclass.classifier import Examination
@@ -60,7 +61,7 @@ class Recorded:
     duplicate: bool
 
 
-class Records(Outbox, ABC):
+class Records(Outbox, WatchSteps, ABC):
     """Reporting attempts and judging submissions (and the notices they give: Outbox). A subclass says how to get a
     connection of ``driver`` (the DB-API module), whether it is PostgreSQL, and may turn
     the driver's errors into its own."""

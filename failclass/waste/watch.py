@@ -1,19 +1,23 @@
 """The idle watch: signals for the scheduler about running jobs, from their recent
-readings (and logs), by an operator's policy.
+readings (and logs), by the policy file's ``watch:`` section (WatchPolicy).
 
-- ``warn`` then ``release``: a watched kind of job (interactive by default) whose GPUs
-  have all done no work for ``warn_idle_s``, then ``release_idle_s``;
-- ``never_used``: a job past its first ``never_used_after_s`` with a GPU it never touched;
+- ``warn`` (each of an idle rule's ``warn_minutes``, numbered by ``step``) then
+  ``release`` (cancel, or requeue): a job that an idle rule covers (its kind, on its
+  virtual cluster; interactive jobs by default), past the rule's grace after its start,
+  whose GPUs have all done no work for that long;
+- ``never_used``: a job past its first ``never_used_after_minutes`` with a GPU it never touched;
 - ``release`` an unreleased job: its log said training finished, its GPUs have been idle
-  since, for ``unreleased_grace_s``;
+  since, for ``unreleased_grace_minutes``;
 - ``hung`` then ``cancel``: a job that did GPU work, then whose GPUs have all done none
-  and whose log has not been written to for ``hung_after_s``, then ``hung_cancel_s``
-  (the NCCL hang, the dead data loader, the deadlock: neither failed nor idle by choice).
-  Cancelled, its attempt ends as a failure, so the scheduler's retry and failclass's
-  decision run on it.
+  and whose log has not been written to for ``hung_after_minutes``, then
+  ``hung_cancel_minutes`` (the NCCL hang, the dead data loader, the deadlock: neither
+  failed nor idle by choice). Cancelled, its attempt ends as a failure, so the
+  scheduler's retry and failclass's decision run on it.
 
-A job with no reading for ``stale_after_s`` gets no idle signal: a silent exporter is not
-an idle GPU.
+A job with no reading for ``stale_after_minutes`` gets no idle signal: a silent exporter
+is not an idle GPU. Each signal names the moment its idle (or hung) stretch began
+(``since``), so that whoever carries them out (failclass.waste.enforce) takes each step
+once per stretch.
 
 Jobs that ended before now (their ``end`` in the jobs file) are not watched.
 
@@ -27,29 +31,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from failclass.contracts import CANCEL, HUNG, NEVER_USED, RELEASE, WARN
+from failclass.policy.watch import IdleRule, WatchPolicy
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import Cause
 from failclass.waste.samples import GpuSamples
 from failclass.waste.timeline import Timeline
 
-WARN, RELEASE, NEVER_USED, HUNG, CANCEL = "warn", "release", "never_used", "hung", "cancel"
 LAST_LINES = 5  # of a hung job's log, quoted
-
-
-@dataclass(frozen=True)
-class WatchPolicy:
-    warn_idle_s: float = 30 * 60
-    release_idle_s: float = 60 * 60
-    kinds: tuple[str, ...] = ("interactive",)
-    never_used_after_s: float = 10 * 60
-    unreleased_grace_s: float = 15 * 60
-    idle_needs_free_memory: bool = False
-    hung_after_s: float = 30 * 60
-    hung_cancel_s: float = 60 * 60
-    stale_after_s: float = 10 * 60
 
 
 @dataclass(frozen=True)
@@ -68,6 +61,11 @@ class Signal:
     gpus: tuple[str, ...]  # node:index
     idle_s: float
     evidence: tuple[str, ...] = ()
+    step: int = 1  # which warning (1, 2, ...); 1 for the other actions
+    since: float = 0.0  # when the idle (or hung) stretch began, or the job started (never_used): epoch seconds
+    release: str = "cancel"  # how a release is carried out (failclass.policy.watch.RELEASES)
+    user: str = "unknown"
+    cluster: str = "default"
 
 
 def watch(
@@ -89,7 +87,7 @@ def watch(
         if not name or job.end < now:
             continue
         rows = np.flatnonzero(table.job == code)
-        if now - float(table.ts[rows].max()) > policy.stale_after_s:
+        if now - float(table.ts[rows].max()) > policy.stale_after_minutes * 60:
             continue
         found = _job_signals(table, rows, job, now, policy, finished, (timelines or {}).get(name))
         hung = _hung(job, table, rows, now, policy, (activity or {}).get(name))
@@ -100,8 +98,10 @@ def watch(
 def _hung(
     job: JobAllocation, table: GpuSamples, rows: np.ndarray, now: float, policy: WatchPolicy, log: LogActivity | None
 ) -> Signal | None:
-    """A job that worked, then stopped: every GPU idle and the log unwritten for ``hung_after_s``."""
-    if log is None or job.kind in policy.kinds:  # a watched kind idles by choice: warned and released instead
+    """A job that worked, then stopped: every GPU idle and the log unwritten for ``hung_after_minutes``."""
+    if (
+        log is None or policy.rule_for(job.kind, job.cluster) is not None
+    ):  # a watched kind idles by choice: warned and released instead
         return None
     worked = rows[table.util[rows] > 0]
     if not len(worked):
@@ -109,15 +109,15 @@ def _hung(
     idle_s = now - float(table.ts[worked].max())
     silent_s = now - log.written
     stalled = min(idle_s, silent_s)
-    if stalled < policy.hung_after_s:
+    if stalled < policy.hung_after_minutes * 60:
         return None
     gpus = tuple(dict.fromkeys(f"{table.nodes[n]}:{g}" for n, g in zip(table.node[rows], table.gpu[rows], strict=False)))
-    action = CANCEL if stalled >= policy.hung_cancel_s else HUNG
+    action = CANCEL if stalled >= policy.hung_cancel_minutes * 60 else HUNG
     reason = (
         f"no GPU work for {idle_s / 60:.0f} min and no log line for {silent_s / 60:.0f} min after it had worked; "
-        f"hung jobs are cancelled after {policy.hung_cancel_s / 60:.0f} min, so that their attempt is decided"
+        f"hung jobs are cancelled after {policy.hung_cancel_minutes:.0f} min, so that their attempt is decided"
     )
-    return Signal(job.job, action, reason, gpus, stalled, log.last_lines)
+    return Signal(job.job, action, reason, gpus, stalled, log.last_lines, since=now - stalled, user=job.user, cluster=job.cluster)
 
 
 def _job_signals(
@@ -146,22 +146,32 @@ def _job_signals(
     start = job.start if math.isfinite(job.start) else min(first_seen.values())
     found = []
     never = tuple(g for g in first_seen if not touched[g])
-    if never and now - start >= policy.never_used_after_s and len(never) < len(first_seen):
-        found.append(
-            Signal(
-                job.job, NEVER_USED, f"{len(never)} of {len(first_seen)} GPUs unused since the job started", never, now - start
-            )
-        )
+    owner: dict[str, Any] = {"user": job.user, "cluster": job.cluster}
+    if never and now - start >= policy.never_used_after_minutes * 60 and len(never) < len(first_seen):
+        unused = f"{len(never)} of {len(first_seen)} GPUs unused since the job started"
+        found.append(Signal(job.job, NEVER_USED, unused, never, now - start, since=start, **owner))
     done = _finished_line(finished, timeline)
-    if done is not None and done[0] <= idle_since + 60 and now - max(done[0], idle_since) >= policy.unreleased_grace_s:
+    if done is not None and done[0] <= idle_since + 60 and now - max(done[0], idle_since) >= policy.unreleased_grace_minutes * 60:
         reason = f"training finished at {done[1][:80]!r} and the GPUs have been idle for {idle_s / 60:.0f} min"
-        return [*found, Signal(job.job, RELEASE, reason, tuple(first_seen), idle_s, (done[1],))]
-    if job.kind in policy.kinds and idle_s >= policy.warn_idle_s:
-        action = RELEASE if idle_s >= policy.release_idle_s else WARN
-        limit = policy.release_idle_s / 60
-        reason = f"no GPU work for {idle_s / 60:.0f} min; {job.kind} jobs are released after {limit:.0f} min idle"
-        found.append(Signal(job.job, action, reason, tuple(first_seen), idle_s))
+        return [*found, Signal(job.job, RELEASE, reason, tuple(first_seen), idle_s, (done[1],), since=idle_since, **owner)]
+    rule = policy.rule_for(job.kind, job.cluster)
+    if rule is not None and now - start >= rule.grace_minutes * 60:
+        signal = _idle_step(rule, job, idle_s / 60)
+        if signal is not None:
+            action, step, reason = signal
+            found.append(Signal(job.job, action, reason, tuple(first_seen), idle_s, (), step, idle_since, rule.release, **owner))
     return found
+
+
+def _idle_step(rule: IdleRule, job: JobAllocation, idle_min: float) -> tuple[str, int, str] | None:
+    """The step of ``rule`` that ``idle_min`` minutes idle reached: (action, step, reason), or None."""
+    after = f"{job.kind} jobs are released after {rule.release_minutes:.0f} min idle" if rule.release_minutes else ""
+    if rule.release_minutes is not None and idle_min >= rule.release_minutes:
+        return RELEASE, 1, f"no GPU work for {idle_min:.0f} min; {after}"
+    passed = sum(1 for limit in rule.warn_minutes if idle_min >= limit)
+    if not passed:
+        return None
+    return WARN, passed, f"no GPU work for {idle_min:.0f} min" + (f"; {after}" if after else "")
 
 
 def _finished_line(finished: Cause | None, timeline: Timeline | None) -> tuple[float, str] | None:

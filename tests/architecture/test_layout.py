@@ -135,6 +135,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "failclass.store.views": ("tests/service/test_service.py", "/v1/jobs"),
     "failclass.store.records": ("tests/store/test_store.py", "report_attempt"),
     "failclass.store.statements": ("tests/store/test_direct.py", "the_rows_the_driver_writes_are_those_the_orm_reads"),
+    "failclass.store.steps": ("tests/waste/test_enforce.py", "store.watch_steps"),
     "failclass.service.routers.operations": ("tests/service/test_service.py", "/readyz"),
     **{
         f"failclass.service.{name}": ("tests/service/test_api_contract.py", "schemathesis")

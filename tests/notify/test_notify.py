@@ -13,14 +13,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, run_cli
+from receivers import free_port, receiver
 from service_server import running_service
 
 from failclass.adapters.slurm import Scontrol
@@ -45,43 +45,6 @@ def a_notice(job: str = "job-1", kind: Any = "hold", key: str | None = None) -> 
     return Notice(
         kind, job, "alice", "cpu_oom", f"alice is on hold after job {job}", T0, key or notice_key(kind, job), evidence=EVIDENCE
     )
-
-
-# -- a real HTTP receiver ---------------------------------------------------------------------
-
-
-@dataclass
-class Receiver:
-    url: str
-    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-    statuses: list[int] = field(default_factory=list)  # answered in turn; 200 once they run out
-
-
-@contextmanager
-def receiver() -> Iterator[Receiver]:
-    got = Receiver("")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            got.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-            status = got.statuses.pop(0) if got.statuses else 200
-            self.send_response(status)
-            self.end_headers()
-            self.wfile.write(b"ok" if status == 200 else b"receiver says no")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    got.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield got
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager
@@ -173,12 +136,6 @@ def test_email_reaches_a_local_smtp_server_with_login(tmp_path: Path) -> None:
     text = envelope.content.decode()
     assert "Subject: failclass: user on hold: job job-1" in text and "X-Failclass-Notice: hold:job-1" in text
     assert "alice is on hold after job job-1" in text and "  line 12: MemoryError" in text
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # -- Slurm ---------------------------------------------------------------------------------------

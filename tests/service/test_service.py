@@ -41,7 +41,7 @@ def service(
     database_url = next(urls)
     env = {"FAILCLASS_LABELS_DIR": str(workdir / "labels"), "FAILCLASS_MAX_REQUEST_BYTES": str(1 << 20)}
     with running_service(database_url, workdir, "--tokens-file", str(tokens["file"]), env=env) as base:
-        yield {"base": base, "workdir": workdir, "database": request.param}
+        yield {"base": base, "workdir": workdir, "database": request.param, "url": database_url}
     next(urls, None)  # drops the PostgreSQL schema
 
 
@@ -253,3 +253,25 @@ def test_text_utf8_cannot_hold_is_kept_as_replacement_characters(service: dict[s
         assert label.status_code == 201, label.text
         assert (service["workdir"] / "labels" / label.json()["stored_as"]).read_text() == f"\ufffd {OOM}"
     assert "Traceback" not in next(service["workdir"].glob("server-*.log")).read_text()
+
+
+def test_the_steps_the_watch_took_are_listed_newest_first_by_job_and_user(
+    service: dict[str, Any], tokens: dict[str, Any]
+) -> None:
+    from datetime import UTC, datetime
+
+    from failclass.contracts import WatchStep
+    from failclass.store.repository import Store
+
+    since, at = datetime(2026, 11, 29, 8, 0, tzinfo=UTC), datetime(2026, 11, 29, 8, 31, tzinfo=UTC)
+    store = Store.open(service["url"])
+    for job, user, action in (("nb-1", "ana", "warn"), ("nb-1", "ana", "release"), ("nb-2", "bo", "warn")):
+        step = WatchStep(job, user, "short", action, 1, since, at, "no GPU work for 31 min", ("n1:0",), done=(f"scancel {job}",))
+        assert store.take_step(step) is not None
+    assert store.take_step(step) is None  # taken already in this stretch
+    with client(service, tokens["dashboard"]) as http:
+        found = http.get("/v1/watch/steps", params={"user": "ana"}).json()["steps"]
+        assert [(s["job_id"], s["action"]) for s in found] == [("nb-1", "release"), ("nb-1", "warn")]
+        assert found[0]["done"] == ["scancel nb-1"] and found[0]["since"].startswith("2026-11-29T08:00:00")
+        assert [s["user"] for s in http.get("/v1/watch/steps", params={"job_id": "nb-2"}).json()["steps"]] == ["bo"]
+        assert_error(http.get("/v1/watch/steps", params={"limit": 10**6}), 422, "invalid_request")

@@ -7,14 +7,16 @@ from pathlib import Path
 
 from conftest import ROOT
 
+from failclass.contracts import CANCEL, HUNG, NEVER_USED, RELEASE, WARN
+from failclass.policy.watch import IdleRule, WatchPolicy
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import load_causes
 from failclass.waste.samples import GpuSamples
 from failclass.waste.timeline import timeline_of
-from failclass.waste.watch import CANCEL, HUNG, NEVER_USED, RELEASE, WARN, LogActivity, WatchPolicy, log_activity, watch
+from failclass.waste.watch import LogActivity, log_activity, watch
 
 START = 1_700_000_000.0
-POLICY = WatchPolicy(warn_idle_s=1800, release_idle_s=3600)
+POLICY = WatchPolicy(idle=(IdleRule(warn_minutes=(30,), release_minutes=60, grace_minutes=0),))
 FINISHED = next(c for c in load_causes() if c.id == "unreleased_job")
 
 
@@ -122,3 +124,45 @@ def test_no_reading_for_a_while_is_not_an_idle_gpu(tmp_path: Path) -> None:
     notebook = {"nb": JobAllocation("nb", kind="interactive", start=START)}
     assert watch(samples, notebook, stale_now, POLICY) == []
     assert [s.action for s in watch(samples, notebook, float(samples.ts.max()), POLICY)] == [RELEASE]
+
+
+def test_the_default_policy_warns_twice_then_releases_and_a_job_in_its_grace_is_left_alone():
+    from failclass.policy.config import load_policy
+
+    default = load_policy().watch
+    jobs = {"nb": JobAllocation("nb", user="ana", cluster="short", kind="interactive", start=START)}
+    trace = readings("nb", 10, 90)
+
+    def at(minute: float) -> list[tuple[str, int, float]]:
+        found = watch(trace, jobs, START + minute * 60, default)
+        return [(s.action, s.step, round((s.since - START) / 60)) for s in found]
+
+    assert at(35) == []  # 25 min idle
+    assert at(41) == [(WARN, 1, 10)]  # 31 min: the first warning of this stretch, which began at minute 10
+    assert at(56) == [(WARN, 2, 10)]
+    assert at(71) == [(RELEASE, 1, 10)]
+    (released,) = watch(trace, jobs, START + 71 * 60, default)
+    assert (released.user, released.cluster, released.release) == ("ana", "short", "cancel")
+    fresh = {"nb": JobAllocation("nb", kind="interactive", start=START + 35 * 60)}  # started 5 min before: in its grace
+    assert watch(trace, fresh, START + 40 * 60, default) == []
+
+
+def test_an_idle_rule_covers_its_kinds_on_its_clusters_and_may_requeue():
+    policy = WatchPolicy(
+        idle=(
+            IdleRule(
+                kinds=("batch",),
+                virtual_clusters=("short",),
+                grace_minutes=0,
+                warn_minutes=(),
+                release_minutes=20,
+                release="requeue",
+            ),
+            IdleRule(grace_minutes=0),
+        )
+    )
+    trace = readings("j", 10, 45)
+    short = {"j": JobAllocation("j", cluster="short", kind="batch", start=START)}
+    elsewhere = {"j": JobAllocation("j", cluster="long", kind="batch", start=START)}
+    assert [(s.action, s.release) for s in watch(trace, short, float(trace.ts.max()), policy)] == [(RELEASE, "requeue")]
+    assert watch(trace, elsewhere, float(trace.ts.max()), policy) == []

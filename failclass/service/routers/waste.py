@@ -10,8 +10,9 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
 from failclass.errors import InputError
+from failclass.schema import Invalid
 from failclass.service.bodies import JsonRoute
-from failclass.service.deps import MetricsDep, Reader
+from failclass.service.deps import MetricsDep, PolicyDep, Reader
 from failclass.service.schemas import WasteIn, WatchIn
 from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.analyse import WasteOptions, analyse_batches
@@ -20,7 +21,7 @@ from failclass.waste.formats.prometheus import read_answers, read_exposition
 from failclass.waste.inputs import InputCheck
 from failclass.waste.report import WasteReport
 from failclass.waste.samples import GpuSamples, concat
-from failclass.waste.watch import Signal, WatchPolicy, watch
+from failclass.waste.watch import Signal, watch
 
 router = APIRouter(prefix="/v1/waste", route_class=JsonRoute, tags=["waste"])
 
@@ -45,17 +46,22 @@ async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> WasteRe
 
 
 @router.post("/watch", response_model=WatchOut)
-async def waste_watch(body: WatchIn, metrics: MetricsDep, _: Reader) -> WatchOut:
-    """Signals for running jobs: warn or release idle ones, flag GPUs they never used."""
+async def waste_watch(body: WatchIn, metrics: MetricsDep, policy: PolicyDep, _: Reader) -> WatchOut:
+    """Signals for running jobs by the service's policy (its watch: section; the limits
+    given here over it): warn or release idle ones, flag GPUs they never used."""
     jobs = _jobs(body)
     samples = _samples(body, jobs)
     now = (body.now or datetime.now(UTC)).timestamp()
-    policy = WatchPolicy(
-        body.warn_after_minutes * 60, body.release_after_minutes * 60, tuple(body.kinds), body.never_used_after_minutes * 60
-    )
-    if policy.release_idle_s < policy.warn_idle_s:
-        raise HTTPException(422, "release_after_minutes must not be shorter than warn_after_minutes")
-    found = watch(samples, {j.job: j for j in jobs}, now, policy)
+    try:
+        limits = policy.watch.with_limits(
+            body.warn_after_minutes,
+            body.release_after_minutes,
+            tuple(body.kinds),
+            never_used_after_minutes=body.never_used_after_minutes,
+        )
+    except Invalid as exc:
+        raise HTTPException(422, f"{exc.at}: {exc}") from None
+    found = watch(samples, {j.job: j for j in jobs}, now, limits)
     for signal in found:
         metrics.waste_signals.labels(signal.action).inc()
     return WatchOut(signals=found)
