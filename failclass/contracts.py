@@ -23,7 +23,9 @@ Mode = Literal["enforce", "audit"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 Source = Literal["signature", "model", "scheduler", "launcher", "none"]  # what named a classification's reason
 DecisionKind = Literal["failure", "admission"]  # a finished attempt's decision, or a submission's
-NoticeKind = Literal["hold", "blacklisted_input", "suspect_node", "idle_warning", "release", "hung_job", "repeat_idle"]
+NoticeKind = Literal[
+    "hold", "blacklisted_input", "suspect_node", "idle_warning", "release", "hung_job", "repeat_idle", "rightsizing"
+]
 NOTICE_KINDS: tuple[NoticeKind, ...] = get_args(NoticeKind)
 
 

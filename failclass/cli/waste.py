@@ -21,6 +21,7 @@ from failclass.policy.config import load_policy
 if TYPE_CHECKING:
     from failclass.policy.config import PolicyConfig
     from failclass.policy.watch import WatchPolicy
+    from failclass.waste.rightsize import Rightsizing
     from failclass.waste.watch import Signal
 
 
@@ -79,6 +80,15 @@ def waste() -> None:
 @click.option(
     "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows in the tables (and timelines in HTML)."
 )
+@click.option(
+    "--notify",
+    is_flag=True,
+    help="Queue each user's right-sizing advice as a notice (kind rightsizing, once a day) for the policy's routes, and send it.",
+)
+@policy_option
+@click.option(
+    "--database-url", envvar="FAILCLASS_DATABASE_URL", help="The notices' store, with --notify (default: the service's)."
+)
 @click.pass_context
 @needs("waste")
 def report(
@@ -93,6 +103,9 @@ def report(
     low: float,
     fmt: str,
     top: int,
+    notify: bool,
+    policy_file: Path | None,
+    database_url: str | None,
 ) -> None:
     """Report waste from SIGNALS: DCGM exporter scrapes (.prom), Prometheus range-query
     JSON, nvidia-smi CSV logs (named after their node) or failclass Parquet samples."""
@@ -124,6 +137,8 @@ def report(
     if not built.jobs:
         click.echo("no readings belong to a job: give --jobs with the jobs' GPUs and times, or signals with job labels", err=True)
         ctx.exit(1)
+    if notify:
+        _notify_rightsizing(built.rightsizing, configured(lambda: load_policy(policy_file)), database_url)
     if fmt == "html":
         from failclass.waste.analyse import series_of
         from failclass.waste.html import to_html  # matplotlib and jinja2 load only here
@@ -132,6 +147,24 @@ def report(
         click.echo(to_html(built, heat or HeatMap(), series, [str(path) for path in signals], top), nl=False)
         return
     click.echo(to_json(built) if fmt == "json" else to_text(built, top), nl=False)
+
+
+def _notify_rightsizing(sized: Rightsizing, config: PolicyConfig, database_url: str | None) -> None:
+    """Queue the users' right-sizing notices and send them (the errors on stderr, one a line)."""
+    from failclass.notify.delivery import deliver
+    from failclass.notify.notices import enqueue
+    from failclass.store.direct import open_records
+    from failclass.store.reach import default_database_url, reaching
+    from failclass.waste.rightsize import notices
+
+    url, now = database_url or default_database_url(), datetime.now(UTC)
+    with reaching(url):
+        store = open_records(url)
+        queued = enqueue(store, notices(sized, now), config.notifications, now)
+        done = deliver(store, config.notifications, config.notifications.hook_seconds)
+    click.echo(f"right-sizing notices: {queued.count('queued')} queued, {done.sent} sent", err=True)
+    for error in done.errors:
+        click.echo(f"error: notice: {error}", err=True)
 
 
 @waste.command("check-causes")

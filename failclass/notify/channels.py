@@ -35,6 +35,7 @@ TITLES = {
     "release": "job released",
     "hung_job": "job hung",
     "repeat_idle": "repeatedly idle",
+    "rightsizing": "right-sizing",
 }
 
 

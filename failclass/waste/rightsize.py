@@ -26,9 +26,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
+from failclass.contracts import Notice
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.measure import Measured
 from failclass.waste.memory import MIB_PER_GB
@@ -186,3 +188,18 @@ def _shorter(job: JobAllocation, gpus: int, rules: Rules) -> Advice | None:
     basis = f"ran {ran / HOUR:.1f} h of the {limit / HOUR:g} h asked"
     frees = (limit - advised) / HOUR * gpus
     return Advice(job.job, job.user, SHORTER_LIMIT, f"a time limit of {advised / HOUR:g} h", basis, round(frees, 3))
+
+
+def notices(sized: Rightsizing, now: datetime) -> list[Notice]:
+    """One notice per user with advice (kind ``rightsizing``), naming their largest item;
+    keyed by the user and the day, so that a report run again that day is not sent twice."""
+    made = []
+    for user in sized.users:
+        held = round(user.smaller_gpu_h + user.fewer_gpus_h, 1)
+        message = (
+            f"{user.user}: {user.jobs} jobs could ask for less: {held} GPU-hours held"
+            f" and {round(user.shorter_limit_h, 1)} reserved could be freed; the largest, {user.top}"
+        )
+        job = user.top.split(":", 1)[0]
+        made.append(Notice("rightsizing", job, user.user, "rightsizing", message, now, f"rightsizing:{user.user}:{now:%Y-%m-%d}"))
+    return made

@@ -174,3 +174,41 @@ def test_the_mig_table_names_known_models_and_refuses_a_profile_its_name_contrad
     )
     with pytest.raises(ConfigError, match=r"mig.yaml: models\[0\]\.profiles\[0\]: 1g.6gb says 1 compute slices and 6 GB"):
         mig_models(bad)
+
+
+def test_each_advised_user_is_told_once_a_day_by_the_policys_route(tmp_path: Path) -> None:
+    from receivers import receiver
+
+    signals, jobs = planted(tmp_path)
+    store = f"sqlite:///{tmp_path / 'notices.db'}"
+    with receiver() as hook:
+        (tmp_path / "policy.yaml").write_text(
+            json.dumps(
+                {
+                    "notifications": {
+                        "channels": {"users": {"type": "webhook", "url": hook.url}},
+                        "routes": {"rightsizing": ["users"]},
+                    }
+                }
+            )
+        )
+        command = [
+            "waste",
+            "report",
+            *map(str, signals),
+            "--jobs",
+            str(jobs),
+            "--notify",
+            "--policy",
+            str(tmp_path / "policy.yaml"),
+        ]
+        first = run_cli(*command, "--database-url", store)
+        again = run_cli(*command, "--database-url", store)
+    assert first.returncode == 0 and "right-sizing notices: 2 queued, 2 sent" in first.stderr, first.stderr
+    assert "right-sizing notices: 0 queued, 0 sent" in again.stderr  # the same day: not twice
+    posted = {body["user"]: body for body in (json.loads(raw) for _, raw in hook.requests)}
+    assert set(posted) == {"ann", "bob"} and {body["kind"] for body in posted.values()} == {"rightsizing"}
+    assert posted["bob"]["message"] == (
+        "bob: 2 jobs could ask for less: 4.0 GPU-hours held and 6.0 reserved could be freed;"
+        " the largest, short: a time limit of 2 h (ran 1.0 h of the 8 h asked)"
+    )
