@@ -225,6 +225,11 @@ def minutes_option(name: str, help: str) -> Callable[[F], F]:
 )
 @minutes_option("--warn-after", "Minutes idle before a warning; with --release-after and --kind: one idle rule for this run.")
 @minutes_option("--release-after", "Minutes idle before a release.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    help="Minutes after a job's start without an idle step (default: the policy's watch: section).",
+)
 @minutes_option("--never-used-after", "Minutes into a job before flagging a GPU it never used.")
 @minutes_option("--unreleased-grace", "Minutes idle after a finished-training line before a release.")
 @minutes_option("--hung-after", "Minutes with every GPU idle and the log unwritten, after GPU work, before a job is called hung.")
@@ -358,6 +363,7 @@ def _watch_policy(base: WatchPolicy, minutes: dict[str, float | None], kinds: tu
             minutes["warn_after"],
             minutes["release_after"],
             kinds,
+            minutes["grace"],
             never_used_after_minutes=minutes["never_used_after"],
             unreleased_grace_minutes=minutes["unreleased_grace"],
             hung_after_minutes=minutes["hung_after"],

@@ -66,20 +66,26 @@ class WatchPolicy:
             raise Invalid("must not be shorter than hung_after_minutes", "hung_cancel_minutes")
 
     def with_limits(
-        self, warn: float | None = None, release: float | None = None, kinds: tuple[str, ...] = (), **minutes: float | None
+        self,
+        warn: float | None = None,
+        release: float | None = None,
+        kinds: tuple[str, ...] = (),
+        grace: float | None = None,
+        **minutes: float | None,
     ) -> WatchPolicy:
         """This section with a command's (or a request's) limits over it: ``warn``,
-        ``release`` and ``kinds`` make one idle rule from the first (a release alone keeps
-        the warnings before it); ``minutes``: the other limits by name; None: unchanged.
-        Invalid where they contradict each other."""
+        ``release``, ``kinds`` and ``grace`` make one idle rule from the first (a release
+        alone keeps the warnings before it); ``minutes``: the other limits by name; None:
+        unchanged. Invalid where they contradict each other."""
         idle = self.idle
-        if warn is not None or release is not None or kinds:
+        if warn is not None or release is not None or kinds or grace is not None:
             rule = idle[0] if idle else IdleRule()
             warnings = (warn,) if warn is not None else rule.warn_minutes
             if release is not None and warn is None:
                 warnings = tuple(w for w in warnings if w <= release)
             until = release if release is not None else rule.release_minutes
-            idle = (replace(rule, kinds=kinds or rule.kinds, warn_minutes=warnings, release_minutes=until),)
+            after = grace if grace is not None else rule.grace_minutes
+            idle = (replace(rule, kinds=kinds or rule.kinds, warn_minutes=warnings, release_minutes=until, grace_minutes=after),)
         given: dict[str, Any] = {key: value for key, value in minutes.items() if value is not None}
         return replace(self, idle=idle, **given)
 

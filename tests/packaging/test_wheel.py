@@ -115,6 +115,7 @@ def test_the_core_install_classifies_and_runs_the_hook_without_the_heavy_extras(
         "job,user,gpus,start,end,kind\nnotebook-42,ana,gpu-node-7:0,2024-01-16T14:44:00Z,2024-01-16T15:00:00Z,interactive\n"
     )
     idle = ["gpu-node-7.csv", "--jobs", "jobs.csv", "--now", "2024-01-16T14:47:00Z", "--warn-after", "1", "--release-after", "2"]
+    idle += ["--grace", "0"]  # started 3 minutes before
     watched = run(core, "hook", "idle-watch", *idle, cwd=tmp_path)  # text signals: no pyarrow
     assert watched.returncode == 0 and watched.stdout.startswith("release notebook-42: no GPU work"), watched.stderr
 
