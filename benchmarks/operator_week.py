@@ -1,7 +1,8 @@
 """One operator's week: a generated week of GPU jobs (`failclass waste generate`, planted
 idle notebooks, hung-free) replayed through the idle watch every ten minutes, as cron would
 run `failclass waste watch --act slurm`, on a store with the notices routed to a webhook;
-what the week's steps and notices were, per user, and one notice as the webhook got it.
+what the week's steps and notices were, per user, beside the week's waste report (GPU-hours
+held, idle, and what right-sizing would free), and one notice as the webhook got it.
 The scheduler is not called: each step's commands are those `--act slurm` would run.
 
     .venv/bin/python benchmarks/operator_week.py [--jobs 60] [--seed 50]
@@ -29,6 +30,7 @@ from failclass.notify.delivery import deliver
 from failclass.policy.config import load_policy
 from failclass.store.repository import Store
 from failclass.waste.allocation import assign
+from failclass.waste.analyse import WasteOptions, analyse
 from failclass.waste.enforce import enforce
 from failclass.waste.formats import read_signals
 from failclass.waste.generate import TraceSpec, write_trace
@@ -91,6 +93,7 @@ def main() -> None:
             enforce(watch(samples.take(np.sort(rows)), known, float(now), policy.watch), store, policy, moment, dry_run)
             deliver(store, policy.notifications, seconds=10)
         steps = store.watch_steps(limit=100_000)
+        week = analyse([Path(folder) / "samples.parquet"], WasteOptions(Path(folder) / "jobs.csv"))
     server.shutdown()
     first, last = (datetime.fromtimestamp(float(t), UTC) for t in (ticks[0], ticks[-1]))
     print(f"{len(ticks)} watch runs from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC over {len(jobs)} jobs")
@@ -101,13 +104,24 @@ def main() -> None:
         """GPU-hours the release gave back: from the step to the job's end in the trace."""
         return max(ends[step.job_id] - step.taken_at.timestamp(), 0.0) * len(step.gpus) / 3600
 
-    print("\n| user | warnings | releases | GPU-hours released | other steps |\n|---|---|---|---|---|")
-    for user in sorted({s.user for s in steps}):
+    held = {group.name: group for group in week.users}
+    sized = {user.user: user for user in week.rightsizing.users}
+    print(
+        "\n| user | GPU-h held | idle | warnings | releases | GPU-h released | other steps | right-sizing frees (held / reserved) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for user in sorted(held):
         mine = [s for s in steps if s.user == user]
         count = Counter(s.action for s in mine)
         hours = sum(freed(s) for s in mine if s.action == "release")
         other = ", ".join(f"{a} {n}" for a, n in sorted(count.items()) if a not in ("warn", "release")) or "-"
-        print(f"| {user} | {count['warn']} | {count['release']} | {hours:.1f} | {other} |")
+        size = sized.get(user)
+        frees = f"{size.smaller_gpu_h + size.fewer_gpus_h:.1f} / {size.shorter_limit_h:.1f}" if size else "-"
+        group = held[user]
+        print(
+            f"| {user} | {group.held_gpu_h:.1f} | {group.idle_gpu_h:.1f} | {count['warn']} | {count['release']} | {hours:.1f} "
+            f"| {other} | {frees} |"
+        )
     release = next((p for p in posted if p["kind"] == "release"), None)
     if release:
         print("\nA release as the webhook got it:\n" + json.dumps(release, indent=1))
