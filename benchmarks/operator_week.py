@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from failclass.adapters.slurm_idle import act
+from failclass.contracts import Notice, from_json
+from failclass.notify.channels import EmailSender
 from failclass.notify.config import Channel, Notifications
 from failclass.notify.delivery import deliver
 from failclass.policy.config import load_policy
@@ -125,6 +127,10 @@ def main() -> None:
     release = next((p for p in posted if p["kind"] == "release"), None)
     if release:
         print("\nA release as the webhook got it:\n" + json.dumps(release, indent=1))
+        mail = Channel("email", smtp_host="smtp.example.org", sender="failclass@example.org", to_user="{user}@example.org")
+        message = EmailSender(mail).message(from_json(Notice, release))
+        head = "".join(f"{key}: {message[key]}\n" for key in ("Subject", "To"))
+        print(f"\nThe same as an email channel writes it:\n{head}\n{message.get_content()}")
 
 
 if __name__ == "__main__":
