@@ -10,14 +10,15 @@ or not. Progress is the furthest any log reached, as before."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from failclass.attempts import Attempt
 from failclass.classifier import Classifier, Examination
+from failclass.contracts import AttemptAnswer
 from failclass.limits import LIMITS
 from failclass.logs.origin import AttemptReader
-from failclass.logs.ranks import Layout, rank_streams, read_lines
+from failclass.logs.ranks import Layout, Stream, rank_streams, read_lines
 from failclass.logs.text import blocks_of_text, log_end
 
 BODY = "log"  # the name of a request's one log body, as an origin's path gives it
@@ -34,28 +35,35 @@ def examine_files(classifier: Classifier, paths: Sequence[Path], attempt: Attemp
     the origin's, where they were read as ranks; else the strongest answer's."""
     log, examined = classifier.examine_paths(paths)
     layout = layout_of(attempt)
-    if len(set(paths)) == 1 and not _ranks_shown(log_end(log, END), layout):
+    if len(set(paths)) == 1 and not _two_ranks(_streams(log_end(log, END), layout)):
         return log, examined
-    ranked = _as_ranks(classifier, examined, {str(path): read_lines(path) for path in paths}, layout)
+    answer = AttemptReader(classifier, layout).answer({str(path): read_lines(path) for path in paths})
+    ranked = _with(examined, answer)
     return (Path(ranked.origin.path) if ranked.origin and ranked.origin.path else log), ranked
 
 
 def examine_text(classifier: Classifier, text: str, attempt: Attempt) -> Examination:
-    """The attempt's one log body (a request's), read as ranks where its end holds two or more."""
+    """The attempt's one log body (a request's), read as ranks where its end holds two or
+    more (a body no longer than the end is read as ranks once)."""
     examined = classifier.examine_bytes(text)
     data = b"".join(blocks_of_text(text))
     layout = layout_of(attempt)
-    if not _ranks_shown(data[-END:], layout):
+    streams = _streams(data[-END:], layout)
+    if not _two_ranks(streams):
         return examined
-    return _as_ranks(classifier, examined, {BODY: data.decode("utf-8", "replace").splitlines()}, layout)
+    if len(data) > END:
+        streams = _streams(data, layout)
+    return _with(examined, AttemptReader(classifier, layout).read(streams))
 
 
-def _ranks_shown(end: bytes, layout: Layout) -> bool:
-    streams = rank_streams({BODY: end.decode("utf-8", "replace").splitlines()}, layout)
+def _streams(data: bytes, layout: Layout) -> list[Stream]:
+    return rank_streams({BODY: data.decode("utf-8", "replace").splitlines()}, layout)
+
+
+def _two_ranks(streams: list[Stream]) -> bool:
     return len({stream.rank for stream in streams if stream.rank is not None}) >= 2
 
 
-def _as_ranks(classifier: Classifier, examined: Examination, files: Mapping[str, Sequence[str]], layout: Layout) -> Examination:
+def _with(examined: Examination, answer: AttemptAnswer) -> Examination:
     """The examination with the origin rank's classification, and the origin."""
-    answer = AttemptReader(classifier, layout).answer(files)
     return dataclasses.replace(examined, classification=answer.classification, origin=answer.origin)

@@ -94,7 +94,10 @@ class AttemptReader:
 
     def answer(self, files: Mapping[str, Sequence[str]]) -> AttemptAnswer:
         """One answer for the attempt: the origin rank's classification, the origin, the cascade."""
-        streams = rank_streams(files, self.layout)
+        return self.read(rank_streams(files, self.layout))
+
+    def read(self, streams: list[Stream]) -> AttemptAnswer:
+        """The answer from the attempt's lines already in streams (failclass.logs.ranks.rank_streams)."""
         reports = reports_of(line for s in streams if s.rank is None for line in s.lines)
         launchers = {id(s) for s in streams if launcher_only(s)}
         for stream in streams:

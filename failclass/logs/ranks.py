@@ -225,8 +225,9 @@ def _labels(lines: Sequence[str], layout: Layout) -> Labels:
     srun = 0
     roles: dict[str, int] = defaultdict(int)
     hosts: dict[str, int] = defaultdict(int)
+    blank, any_label = Tag(), Labels()
     for line in lines:
-        tag, _ = _parse(line, Tag(), Labels())
+        tag, _ = _parse(line, blank, any_label)
         srun += tag.task is not None
         if tag.role is not None:
             roles[tag.role] += 1
@@ -246,29 +247,42 @@ def _labels(lines: Sequence[str], layout: Layout) -> Labels:
 
 
 def _parse(line: str, base: Tag, labels: Labels) -> tuple[Tag, str]:
-    """The line's tag (its file's, refined by its prefixes) and the text after them."""
-    tag = replace(base)
-    rest = line
+    """The line's tag (its file's, refined by its prefixes) and the text after them. A
+    line without a prefix gets ``base`` itself: a tag is copied before its first change
+    (most lines have none, and a copy per line was most of a log's reading)."""
+    tag, rest = base, line
     while True:
         if (m := _MPIRUN.match(rest) or _TORCH_RANK.match(rest)) is not None:
+            tag = _own(tag, base)
             tag.rank = int(m.group(1))
         elif (m := _ELASTIC_ROLE.match(rest)) is not None and tag.local is None and _among(m.group(1), labels.roles):
+            tag = _own(tag, base)
             tag.role, tag.local = m.group(1), int(m.group(2))
         elif (m := _RAY.match(rest)) is not None:
+            tag = _own(tag, base)
             tag.pid, tag.host = int(m.group(1)), m.group(2) or tag.host
         elif (m := _SRUN.match(rest)) is not None and labels.srun and tag.task is None and tag.rank is tag.local is None:
+            tag = _own(tag, base)
             tag.task = int(m.group(1))
         elif (m := _HOST.match(rest)) is not None and not m.group(1).isdigit() and _among(m.group(1), labels.hosts):
+            tag = _own(tag, base)
             tag.host = m.group(1)
         else:
             if (m := _KERNEL.match(rest)) is not None:  # the node's, whoever's file it is in
                 return Tag(host=m.group(1) or tag.host, kernel=True, context=base.context), rest
             if (m := NCCL_PROCESS.match(rest)) is not None and tag.pid is None:
+                tag = _own(tag, base)
                 tag.host, tag.pid = tag.host or m.group(1), int(m.group(2))
             if tag.rank is None and (m := _C10D_RANK.search(rest)) is not None:
+                tag = _own(tag, base)
                 tag.rank = int(m.group(1))
             return tag, rest
         rest = rest[m.end() :]
+
+
+def _own(tag: Tag, base: Tag) -> Tag:
+    """``tag``, copied first where it is still the file's ``base``."""
+    return replace(base) if tag is base else tag
 
 
 def _among(token: str, allowed: frozenset[str] | None) -> bool:
