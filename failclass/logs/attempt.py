@@ -17,8 +17,8 @@ from failclass.attempts import Attempt
 from failclass.classifier import Classifier, Examination
 from failclass.contracts import AttemptAnswer
 from failclass.limits import LIMITS
-from failclass.logs.origin import AttemptReader
-from failclass.logs.ranks import Layout, Stream, rank_streams, read_lines
+from failclass.logs.origin import AttemptReader, read_attempt
+from failclass.logs.ranks import Layout, Stream, rank_streams
 from failclass.logs.text import blocks_of_text, log_end
 
 BODY = "log"  # the name of a request's one log body, as an origin's path gives it
@@ -37,8 +37,7 @@ def examine_files(classifier: Classifier, paths: Sequence[Path], attempt: Attemp
     layout = layout_of(attempt)
     if len(set(paths)) == 1 and not _two_ranks(_streams(log_end(log, END), layout)):
         return log, examined
-    answer = AttemptReader(classifier, layout).answer({str(path): read_lines(path) for path in paths})
-    ranked = _with(examined, answer)
+    ranked = _with(examined, read_attempt(classifier, paths, layout))
     return (Path(ranked.origin.path) if ranked.origin and ranked.origin.path else log), ranked
 
 

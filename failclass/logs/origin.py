@@ -92,12 +92,8 @@ class AttemptReader:
         if unknown:
             raise ConfigError(f"{SETTINGS}: unknown reasons {unknown}")
 
-    def answer(self, files: Mapping[str, Sequence[str]]) -> AttemptAnswer:
-        """One answer for the attempt: the origin rank's classification, the origin, the cascade."""
-        return self.read(rank_streams(files, self.layout))
-
     def read(self, streams: list[Stream]) -> AttemptAnswer:
-        """The answer from the attempt's lines already in streams (failclass.logs.ranks.rank_streams)."""
+        """One answer for the attempt's rank streams: the origin rank's classification, the origin, the cascade."""
         reports = reports_of(line for s in streams if s.rank is None for line in s.lines)
         launchers = {id(s) for s in streams if launcher_only(s)}
         for stream in streams:
@@ -400,4 +396,5 @@ def _cascade(
 
 def read_attempt(classifier: Classifier, paths: Sequence[Path], layout: Layout | None = None) -> AttemptAnswer:
     """The answer for an attempt given as its log files (InputError for one that cannot be read)."""
-    return AttemptReader(classifier, layout).answer({str(path): read_lines(path) for path in paths})
+    reader = AttemptReader(classifier, layout)
+    return reader.read(rank_streams({str(path): read_lines(path) for path in paths}, reader.layout))
