@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from failclass.cli.common import configured, input_failure
+from failclass.cli.common import ConfigProblem, configured, input_failure
 from failclass.cli.extras import needs
 from failclass.cli.notify import policy_option
 from failclass.errors import InputError
@@ -150,12 +150,18 @@ def _running_jobs(jobs_file: Path | None, slurm: bool, kubernetes: bool, namespa
 
         return read_running()
     if kubernetes:
-        from failclass.adapters.kubernetes.cluster import connect
-        from failclass.adapters.kubernetes.workloads import Workloads
+        from kubernetes.client.rest import ApiException
+        from urllib3.exceptions import HTTPError
+
+        from failclass.adapters.kubernetes.workloads import Workloads, explain
         from failclass.waste.jobfiles.kubernetes import read_pods
 
-        where = f"kubernetes://{namespace or '*'}/pods"
-        return read_pods(Workloads(connect()).pods(namespace), Path(where)).jobs
+        where = f"namespace {namespace}" if namespace else "every namespace"
+        try:
+            listed = Workloads(_connect()).pods(namespace)
+        except (ApiException, HTTPError) as exc:
+            raise InputError(f"cannot list the pods of {where}{explain(exc)}") from None
+        return read_pods(listed, Path(f"kubernetes://{namespace or '*'}/pods")).jobs
     from failclass.waste.jobfiles import read_jobs
 
     assert jobs_file is not None
@@ -168,11 +174,22 @@ def _actor(act: str, jobs: Sequence[JobAllocation]) -> Act:
         from failclass.adapters.slurm_idle import act as act_on_slurm
 
         return act_on_slurm
-    from failclass.adapters.kubernetes.cluster import connect
     from failclass.adapters.kubernetes.idle import IdleActions
     from failclass.adapters.kubernetes.workloads import Workloads
 
-    return IdleActions(Workloads(connect()), {job.job: job for job in jobs}).act
+    return IdleActions(Workloads(_connect()), {job.job: job for job in jobs}).act
+
+
+def _connect() -> Any:
+    """The API client (in a pod: its service account; elsewhere $KUBECONFIG); none: a configuration error."""
+    from kubernetes.config import ConfigException
+
+    from failclass.adapters.kubernetes.cluster import connect
+
+    try:
+        return connect()
+    except (ConfigException, OSError) as exc:
+        raise ConfigProblem(f"Kubernetes: {exc}") from None
 
 
 def _enforce(found: list[Signal], config: PolicyConfig, database_url: str | None, now: datetime, fmt: str, act: Act) -> bool:

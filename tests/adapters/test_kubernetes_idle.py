@@ -106,9 +106,9 @@ def write_readings(path: Path, minutes: int) -> None:
 
 
 def watch(
-    folder: Path, minute: int, kubeconfig: str = "watch.kubeconfig", command: str = "waste"
+    folder: Path, minute: int, kubeconfig: str = "watch.kubeconfig", command: str = "waste", namespace: str = "training"
 ) -> subprocess.CompletedProcess[str]:
-    """`failclass waste watch` (or `hook idle-watch`) over the pods of namespace training, judging at START + minute."""
+    """`failclass waste watch` (or `hook idle-watch`) over the pods of ``namespace``, judging at START + minute."""
     args = [
         sys.executable,
         "-m",
@@ -117,7 +117,7 @@ def watch(
         "watch" if command == "waste" else "idle-watch",
         str(folder / f"{NODE}.csv"),
     ]
-    args += ["--jobs-from-kubernetes", "--namespace", "training", "--act", "kubernetes"]
+    args += ["--jobs-from-kubernetes", "--namespace", namespace, "--act", "kubernetes"]
     args += ["--database-url", f"sqlite:///{folder / 'steps.db'}", "--now", (START + timedelta(minutes=minute)).isoformat()]
     env = {**os.environ, "KUBECONFIG": str(folder / kubeconfig)}
     env.pop("KUBERNETES_SERVICE_HOST", None)
@@ -174,7 +174,9 @@ def test_an_idle_notebook_is_warned_twice_then_scaled_to_zero_each_step_once(api
     assert {("", "pods", "list"), ("", "events", "create"), ("apps", "statefulsets/scale", "patch")} <= used
 
 
-def test_a_forbidden_call_is_kept_in_the_step_and_the_run_exits_4(api: tuple[ApiState, httpx.Client, Path]) -> None:
+def test_a_forbidden_call_is_kept_in_the_step_and_the_run_exits_4_and_a_forbidden_list_1(
+    api: tuple[ApiState, httpx.Client, Path],
+) -> None:
     """With the controller's account (no events, no scale): the API's own message in the
     step, the mark taken back, exit status 4; the step is not taken again in its stretch."""
     state, admin, folder = api
@@ -214,6 +216,14 @@ def test_a_forbidden_call_is_kept_in_the_step_and_the_run_exits_4(api: tuple[Api
     (step,) = [json.loads(line) for line in kept.stdout.splitlines()]
     assert step["action"] == "release" and any("403 Forbidden" in line for line in step["done"])
     assert watch(folder, 71, kubeconfig="controller.kubeconfig").returncode == 0
+
+    elsewhere = watch(folder, 71, namespace="research")  # not granted there: the pods cannot be read (exit 1)
+    assert elsewhere.returncode == 1 and elsewhere.stderr.startswith(
+        "error: cannot list the pods of namespace research (403 Forbidden): pods is forbidden: "
+        f'User "{IDLE_WATCH_USER}" cannot list resource "pods" in API group "" in the namespace "research"'
+    ), elsewhere.stderr
+    nowhere = watch(folder, 71, kubeconfig="missing.kubeconfig")  # no cluster configured: exit 2
+    assert nowhere.returncode == 2 and "Kubernetes: " in nowhere.stderr and "Traceback" not in nowhere.stderr
 
 
 def end_pod(admin: httpx.Client, name: str) -> None:

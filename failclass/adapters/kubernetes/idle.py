@@ -26,7 +26,6 @@ back when the release itself failed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
 from failclass.adapters.kubernetes.objects import ANNOTATION, HUNG_MARK, RELEASED
-from failclass.adapters.kubernetes.workloads import Json, Workloads
+from failclass.adapters.kubernetes.workloads import Json, Workloads, explain
 from failclass.contracts import CANCEL, HUNG, NEVER_USED, RELEASE, WARN
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.enforce import FAILED
@@ -87,13 +86,7 @@ def _step(signal: Signal) -> str:
 
 def _failure(exc: Exception) -> str:
     """``  # failed (403 Forbidden): <the API's message>``."""
-    if not isinstance(exc, ApiException):
-        return f"{FAILED}: {exc}"
-    try:
-        message = json.loads(exc.body or "{}").get("message") or exc.reason
-    except (ValueError, AttributeError):
-        message = exc.body or exc.reason
-    return f"{FAILED} ({exc.status} {exc.reason}): {str(message)[:300]}"
+    return FAILED + explain(exc)
 
 
 class IdleActions:
@@ -122,8 +115,9 @@ class IdleActions:
             return None
 
     def _pods(self, job: str, done: list[str]) -> list[Json]:
+        """The job's pods as the API has them now (a job read from pods is namespace/pod, or names them)."""
         held = self.jobs.get(job)
-        keys = (held.aliases if held is not None and held.aliases else None) or (job,)
+        keys = held.aliases if held is not None and held.aliases else (job,)
         pods = []
         for key in keys:
             namespace, _, name = key.partition("/")
@@ -144,9 +138,11 @@ class IdleActions:
         if found.kind != "ReplicaSet":
             return found
         replica_set = self._read(done, f"get {found}", self.workloads.replica_set, namespace, found.name)
-        above = _controller(replica_set["metadata"]) if replica_set is not None else None
-        if replica_set is None or above is None or above["kind"] != "Deployment":
-            return None if replica_set is None else found
+        if replica_set is None:
+            return None
+        above = _controller(replica_set["metadata"])
+        if above is None or above["kind"] != "Deployment":
+            return found
         return Workload(above["apiVersion"], "Deployment", namespace, above["name"], above.get("uid", ""))
 
     def _event(self, on: Workload, signal: Signal, done: list[str]) -> None:

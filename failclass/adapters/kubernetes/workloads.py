@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 MERGE = "application/merge-patch+json"
 Json = dict[str, Any]
@@ -17,6 +18,17 @@ Json = dict[str, Any]
 
 def _json(response: Any) -> Json:
     return dict(json.loads(response.data))
+
+
+def explain(exc: Exception) -> str:
+    """A failed call in one line: ``(403 Forbidden): <the API's message>``, or the error."""
+    if not isinstance(exc, ApiException):
+        return f": {exc}"
+    try:
+        message = json.loads(exc.body or "{}").get("message") or exc.reason
+    except (ValueError, AttributeError):
+        message = exc.body or exc.reason
+    return f" ({exc.status} {exc.reason}): {str(message)[:300]}"
 
 
 class Workloads:
