@@ -47,6 +47,7 @@ KINDS = {
     "statefulsets": ("apps/v1", "StatefulSet"),
     "deployments": ("apps/v1", "Deployment"),
     "replicasets": ("apps/v1", "ReplicaSet"),
+    "notebooks": ("kubeflow.org/v1", "Notebook"),  # a custom resource (Kubeflow's CRD)
 }
 DEFAULT_GRACE_S = 30  # a pod's terminationGracePeriodSeconds when its spec gives none
 _PATH = re.compile(

@@ -2,7 +2,8 @@
 through the official client, with the shipped RBAC rules enforced (adapters/kubernetes/
 idle-watch.yaml for the watch, rbac.yaml for the controller): an idle Kubeflow notebook
 (a StatefulSet's pod) warned with an Event and an annotation, then scaled to zero, each
-step once across runs; a Job's pod released by suspending its Job, which the controller
+step once across runs (a notebook owned by Kubeflow's Notebook: the Notebook stopped as
+Kubeflow stops it); a Job's pod released by suspending its Job, which the controller
 then does not decide; a hung pod deleted with its mark and decided as a failure; a
 Forbidden kept in the step with the API's message."""
 
@@ -40,6 +41,7 @@ from failclass.waste.watch import Signal
 MANIFESTS = ROOT / "adapters" / "kubernetes"
 IDLE_WATCH = "idle-watch-token"
 IDLE_WATCH_USER = "system:serviceaccount:failclass:failclass-idle-watch"
+NO_SCALE = "idle-watch-without-scale-token"
 NODE = "gpu-node-1"
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)  # the notebook's start: 10 busy minutes, idle after
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -51,12 +53,16 @@ def manifest_roles(name: str, account: str) -> Any:
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[tuple[ApiState, httpx.Client, Path]]:
-    """The server with both shipped Roles; kubeconfigs for the watch and for the controller."""
+    """The server with both shipped Roles; kubeconfigs for the watch, for the controller, and
+    for the watch's account under a Role without the scale rule (an operator's narrower copy)."""
     idle = manifest_roles("idle-watch.yaml", "failclass-idle-watch")
-    state = ApiState(manifest_roles("rbac.yaml", "failclass-controller"), {IDLE_WATCH: (IDLE_WATCH_USER, idle)})
+    no_scale = {ns: [r for r in rules if r.resource != "statefulsets/scale"] for ns, rules in idle.items()}
+    accounts = {IDLE_WATCH: (IDLE_WATCH_USER, idle), NO_SCALE: (IDLE_WATCH_USER, no_scale)}
+    state = ApiState(manifest_roles("rbac.yaml", "failclass-controller"), accounts)
     server = ApiServer(state)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     write_kubeconfig(tmp_path / "watch.kubeconfig", server.url, IDLE_WATCH)
+    write_kubeconfig(tmp_path / "no-scale.kubeconfig", server.url, NO_SCALE)
     write_kubeconfig(tmp_path / "controller.kubeconfig", server.url, CONTROLLER)
     admin = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10)
     yield state, admin, tmp_path
@@ -177,22 +183,22 @@ def test_an_idle_notebook_is_warned_twice_then_scaled_to_zero_each_step_once(api
 def test_a_forbidden_call_is_kept_in_the_step_and_the_run_exits_4_and_a_forbidden_list_1(
     api: tuple[ApiState, httpx.Client, Path],
 ) -> None:
-    """With the controller's account (no events, no scale): the API's own message in the
-    step, the mark taken back, exit status 4; the step is not taken again in its stretch."""
+    """Without the right to scale: the Event and the mark made, the scale refused with the
+    API's own message in the step, the mark taken back, exit status 4; the step is not
+    taken again in its stretch."""
     state, admin, folder = api
     notebook(admin)
     write_readings(folder / f"{NODE}.csv", 90)
-    refused = watch(folder, 70, kubeconfig="controller.kubeconfig")
+    refused = watch(folder, 70, kubeconfig="no-scale.kubeconfig")
     assert refused.returncode == 4, refused.stderr
-    forbidden = 'User "system:serviceaccount:failclass:failclass-controller" cannot'
-    assert (
-        f"    create event FailclassReleased on statefulset training/nb-ana  # failed (403 Forbidden): events is forbidden: {forbidden} "
-        'create resource "events" in API group "" in the namespace "training"\n'
-    ) in refused.stdout
-    assert (
-        f'    scale statefulset training/nb-ana to 0  # failed (403 Forbidden): statefulsets.apps "nb-ana" is forbidden: {forbidden} '
-        'patch resource "statefulsets/scale" in API group "apps" in the namespace "training"\n'
-    ) in refused.stdout
+    assert refused.stdout.split("\n")[1:] == [
+        "    create event FailclassReleased on statefulset training/nb-ana",
+        "    annotate pod training/nb-ana-0 failclass.io/released",
+        '    scale statefulset training/nb-ana to 0  # failed (403 Forbidden): statefulsets.apps "nb-ana" is forbidden: '
+        f'User "{IDLE_WATCH_USER}" cannot patch resource "statefulsets/scale" in API group "apps" in the namespace "training"',
+        "    annotate pod training/nb-ana-0 failclass.io/released",  # taken back
+        "",
+    ]
     assert "failclass.io/released" not in state.get("", "pods", "training", "nb-ana-0")["metadata"]["annotations"]
     assert state.get("apps", "statefulsets", "training", "nb-ana")["spec"]["replicas"] == 1
     kept = subprocess.run(
@@ -215,7 +221,7 @@ def test_a_forbidden_call_is_kept_in_the_step_and_the_run_exits_4_and_a_forbidde
     )
     (step,) = [json.loads(line) for line in kept.stdout.splitlines()]
     assert step["action"] == "release" and any("403 Forbidden" in line for line in step["done"])
-    assert watch(folder, 71, kubeconfig="controller.kubeconfig").returncode == 0
+    assert watch(folder, 71, kubeconfig="no-scale.kubeconfig").returncode == 0
 
     elsewhere = watch(folder, 71, namespace="research")  # not granted there: the pods cannot be read (exit 1)
     assert elsewhere.returncode == 1 and elsewhere.stderr.startswith(
@@ -262,6 +268,17 @@ def test_a_jobs_pod_is_released_by_suspending_the_job_and_a_hung_one_is_deleted_
         },
     )
     running_pod(admin, "serve-7d9f-x2", {"app": "serve"}, owner_of(replica_set))
+    kubeflow = create(admin, "/apis/kubeflow.org/v1/namespaces/training/notebooks", {"metadata": {"name": "nb-bo"}, "spec": {}})
+    stateful_set = {
+        "metadata": {"name": "nb-bo", "ownerReferences": [{**owner_of(kubeflow), "controller": True}]},
+        "spec": {"replicas": 1},
+    }
+    running_pod(
+        admin,
+        "nb-bo-0",
+        {"notebook-name": "nb-bo"},
+        owner_of(create(admin, "/apis/apps/v1/namespaces/training/statefulsets", stateful_set)),
+    )
     listed = admin.get("/api/v1/namespaces/training/pods").json()
     jobs = {job.job: job for job in read_pods(listed, folder / "pods.json").jobs}
     assert jobs["training/train-resnet"].aliases == ("training/train-resnet-h1",)
@@ -279,6 +296,10 @@ def test_a_jobs_pod_is_released_by_suspending_the_job_and_a_hung_one_is_deleted_
     assert sweep["spec"]["suspend"] is True and sweep["metadata"]["annotations"]["failclass.io/released"]
     assert acting.act(signal("training/serve-7d9f-x2", RELEASE))[-1] == "scale deployment training/serve to 0"
     assert state.get("apps", "deployments", "training", "serve")["spec"]["replicas"] == 0
+    # a Kubeflow notebook: its Notebook stopped as Kubeflow's culler stops it (its controller then scales the StatefulSet)
+    assert acting.act(signal("training/nb-bo-0", RELEASE))[-1] == "stop notebook training/nb-bo"
+    stopped = state.get("kubeflow.org", "notebooks", "training", "nb-bo")["metadata"]["annotations"]
+    assert stopped["kubeflow-resource-stopped"].endswith("Z") and stopped["failclass.io/released"] == "no GPU work for 70 min"
     end_pod(admin, "train-resnet-h1")  # the kubelet, after the delete
     end_pod(admin, "sweep-r1")  # the Job controller deleted the suspended Job's pod
 

@@ -6,10 +6,11 @@ as gpu-pruner treats idle notebooks: scaled to zero, not killed.
   the pod's failclass.io/watch annotation; the workload is left as it is.
 - release: an Event on what is released; its pods marked failclass.io/released
   (failclass's controller skips their end, as the Slurm epilog skips a RELEASED
-  comment); then the owner scaled to 0 through its scale subresource (a StatefulSet,
-  such as a Kubeflow notebook's; a Deployment, through its ReplicaSet; a ReplicaSet), a
-  Job suspended (the Job controller deletes its running pods and does not count them as
-  failures), or a pod without owner deleted.
+  comment); then the owner scaled to 0 through its scale subresource (a StatefulSet; a
+  Deployment, through its ReplicaSet; a ReplicaSet), a Kubeflow Notebook (the owner of
+  its StatefulSet, which would scale it back) annotated kubeflow-resource-stopped as
+  Kubeflow's own culler does, a Job suspended (the Job controller deletes its running
+  pods and does not count them as failures), or a pod without owner deleted.
 - cancel (hung): each pod marked failclass.io/hung, then deleted: a Job's pod ends
   Failed and counts against the Job's backoffLimit, and failclass's controller decides
   its attempt as a failure.
@@ -34,7 +35,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
 from failclass.adapters.kubernetes.objects import ANNOTATION, HUNG_MARK, RELEASED
-from failclass.adapters.kubernetes.workloads import Json, Workloads, explain
+from failclass.adapters.kubernetes.workloads import NOTEBOOKS, Json, Workloads, explain
 from failclass.contracts import CANCEL, HUNG, NEVER_USED, RELEASE, WARN
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.enforce import FAILED
@@ -49,6 +50,8 @@ REASONS = {
     CANCEL: "FailclassHungDeleted",
 }
 SCALABLE = ("StatefulSet", "Deployment", "ReplicaSet")
+ABOVE = {"ReplicaSet": ("apps", "Deployment"), "StatefulSet": (NOTEBOOKS[0], "Notebook")}  # owners released through theirs
+RELEASABLE = (*SCALABLE, "Job", "Pod", "Notebook")
 EVENT_CHARS = 1024
 
 
@@ -129,21 +132,23 @@ class IdleActions:
         return pods
 
     def _owner(self, pod: Json, done: list[str]) -> Workload | None:
-        """What a release changes: the pod's controller (a ReplicaSet's Deployment), or the pod."""
+        """What a release changes: the pod's controller (a ReplicaSet's Deployment, a
+        StatefulSet's Kubeflow Notebook), or the pod."""
         namespace = pod["metadata"]["namespace"]
         owner = _controller(pod["metadata"])
         if owner is None:
             return _workload(pod)
         found = Workload(owner["apiVersion"], owner["kind"], namespace, owner["name"], owner.get("uid", ""))
-        if found.kind != "ReplicaSet":
+        if found.kind not in ABOVE:
             return found
-        replica_set = self._read(done, f"get {found}", self.workloads.replica_set, namespace, found.name)
-        if replica_set is None:
+        read = self.workloads.replica_set if found.kind == "ReplicaSet" else self.workloads.stateful_set
+        parent = self._read(done, f"get {found}", read, namespace, found.name)
+        if parent is None:
             return None
-        above = _controller(replica_set["metadata"])
-        if above is None or above["kind"] != "Deployment":
+        above = _controller(parent["metadata"])
+        if above is None or (above["apiVersion"].split("/")[0], above["kind"]) != ABOVE[found.kind]:
             return found
-        return Workload(above["apiVersion"], "Deployment", namespace, above["name"], above.get("uid", ""))
+        return Workload(above["apiVersion"], above["kind"], namespace, above["name"], above.get("uid", ""))
 
     def _event(self, on: Workload, signal: Signal, done: list[str]) -> None:
         message = f"failclass: {_step(signal)}: {signal.reason}"
@@ -179,7 +184,7 @@ class IdleActions:
             if owner is not None:
                 owners.setdefault(owner, []).append(_workload(raw))
         for owner, mine in owners.items():
-            if owner.kind not in (*SCALABLE, "Job", "Pod"):
+            if owner.kind not in RELEASABLE:
                 done.append(f"# not released: {owner} has no scale subresource or suspend that failclass knows")
                 continue
             self._event(owner, signal, done)
@@ -188,6 +193,9 @@ class IdleActions:
             at = owner.namespace, owner.name
             if owner.kind in SCALABLE:
                 ended = self._call(done, f"scale {owner} to 0", self.workloads.scale_to_zero, owner.kind, *at)
+            elif owner.kind == "Notebook":
+                stop = self.workloads.stop_notebook
+                ended = self._call(done, f"stop {owner}", stop, owner.api_version, *at, {RELEASED: signal.reason})
             elif owner.kind == "Job":
                 ended = self._call(done, f"suspend {owner}", self.workloads.suspend_job, *at, {RELEASED: signal.reason})
             else:

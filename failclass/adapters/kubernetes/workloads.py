@@ -13,6 +13,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 MERGE = "application/merge-patch+json"
+NOTEBOOKS = ("kubeflow.org", "notebooks")  # Kubeflow's Notebook: its controller owns the notebook's StatefulSet
+STOPPED = "kubeflow-resource-stopped"  # a Notebook so annotated is scaled to zero by its controller (Kubeflow's culler sets it)
 Json = dict[str, Any]
 
 
@@ -38,6 +40,7 @@ class Workloads:
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
 
     def pods(self, namespace: str | None) -> Json:
         """The PodList of ``namespace`` (None: of every namespace, which needs a ClusterRole)."""
@@ -50,6 +53,9 @@ class Workloads:
 
     def replica_set(self, namespace: str, name: str) -> Json:
         return _json(self.apps.read_namespaced_replica_set(name, namespace, _preload_content=False))
+
+    def stateful_set(self, namespace: str, name: str) -> Json:
+        return _json(self.apps.read_namespaced_stateful_set(name, namespace, _preload_content=False))
 
     def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
         """Merge ``annotations`` into the pod's (None removes one)."""
@@ -75,6 +81,14 @@ class Workloads:
         controller deletes the Job's running pods and does not count them as failures."""
         patch = {"metadata": {"annotations": annotations}, "spec": {"suspend": True}}
         self.batch.patch_namespaced_job(name, namespace, patch, _content_type=MERGE, _preload_content=False)
+
+    def stop_notebook(self, api_version: str, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Annotate a Kubeflow Notebook ``kubeflow-resource-stopped`` (with ``annotations``):
+        its controller scales its StatefulSet to zero, and would scale back one scaled by another."""
+        group, version = api_version.split("/")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        patch = {"metadata": {"annotations": {STOPPED: stamp, **annotations}}}
+        self.custom.patch_namespaced_custom_object(group, version, namespace, NOTEBOOKS[1], name, patch, _content_type=MERGE)
 
     def event(self, involved: dict[str, str], reason: str, message: str) -> None:
         """A core/v1 Event about ``involved`` (an ObjectReference), named as client-go's
