@@ -10,7 +10,7 @@ as gpu-pruner treats idle notebooks: scaled to zero, not killed.
   Deployment, through its ReplicaSet; a ReplicaSet), a Kubeflow Notebook (the owner of
   its StatefulSet, which would scale it back) annotated kubeflow-resource-stopped as
   Kubeflow's own culler does, a Job suspended (the Job controller deletes its running
-  pods and does not count them as failures), or a pod without owner deleted.
+  pods and creates none until it is resumed; KEP-2232), or a pod without owner deleted.
 - cancel (hung): each pod marked failclass.io/hung, then deleted: a Job's pod ends
   Failed and counts against the Job's backoffLimit, and failclass's controller decides
   its attempt as a failure.

@@ -78,7 +78,7 @@ class Workloads:
 
     def suspend_job(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         """``spec.suspend: true`` (batch/v1, GA since 1.24) with ``annotations``: the Job
-        controller deletes the Job's running pods and does not count them as failures."""
+        controller deletes the Job's running pods and creates none until it is resumed."""
         patch = {"metadata": {"annotations": annotations}, "spec": {"suspend": True}}
         self.batch.patch_namespaced_job(name, namespace, patch, _content_type=MERGE, _preload_content=False)
 
