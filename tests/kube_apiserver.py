@@ -8,9 +8,15 @@ message below is from). It serves the endpoints the controller uses, over real H
   ``timeoutSeconds``; a version older than the compacted history gets the ERROR event
   with Status 410 Expired;
 - writes carrying metadata.resourceVersion (merge patch, PUT) are conditional: 409;
-- authorization: a request with the controller's token is checked against the Role rules
-  of the shipped RBAC manifest, as the RBAC authorizer does (verb from the method and the
-  watch parameter, resource/subresource from the path); every request is recorded.
+- authorization: a request with the controller's token (or another service account's) is
+  checked against the Role rules of the shipped RBAC manifests, as the RBAC authorizer
+  does (verb from the method and the watch parameter, resource/subresource from the
+  path); every request is recorded;
+- the scale subresource of StatefulSets, Deployments and ReplicaSets: an autoscaling/v1
+  Scale read from and written into the object's spec.replicas;
+- DELETE of a pod is graceful, as for a pod on a node: it gets deletionTimestamp and
+  deletionGracePeriodSeconds and stays until the kubelet is done (the tests play the
+  kubelet); other objects go at once.
 
 It is a stand-in, not Kubernetes: no admission, validation, defaulting, field selectors,
 kubelet or controllers; the tests set pod and Job status themselves."""
@@ -33,7 +39,17 @@ Json = dict[str, Any]
 ADMIN, CONTROLLER = "admin-token", "controller-token"
 CONTROLLER_USER = "system:serviceaccount:failclass:failclass-controller"
 MAX_WATCH_S = 30.0
-KINDS = {"pods": ("v1", "Pod"), "jobs": ("batch/v1", "Job"), "leases": ("coordination.k8s.io/v1", "Lease")}
+KINDS = {
+    "pods": ("v1", "Pod"),
+    "events": ("v1", "Event"),
+    "jobs": ("batch/v1", "Job"),
+    "leases": ("coordination.k8s.io/v1", "Lease"),
+    "statefulsets": ("apps/v1", "StatefulSet"),
+    "deployments": ("apps/v1", "Deployment"),
+    "replicasets": ("apps/v1", "ReplicaSet"),
+    "notebooks": ("kubeflow.org/v1", "Notebook"),  # a custom resource (Kubeflow's CRD)
+}
+DEFAULT_GRACE_S = 30  # a pod's terminationGracePeriodSeconds when its spec gives none
 _PATH = re.compile(
     r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
 )
@@ -99,8 +115,11 @@ def _selected(obj: Json, selector: str) -> bool:
 class ApiState:
     """The objects, their history for watches, and the recorded requests."""
 
-    def __init__(self, roles: dict[str, list[Rule]]) -> None:
+    def __init__(
+        self, roles: dict[str, list[Rule]], accounts: dict[str, tuple[str, dict[str, list[Rule]]]] | None = None
+    ) -> None:
         self.roles = roles  # namespace -> rules granted to the controller there
+        self.accounts = {CONTROLLER: (CONTROLLER_USER, roles), **(accounts or {})}  # token -> (user, its rules)
         self.changed = threading.Condition()
         self.version = 1000
         self.objects: dict[tuple[str, str, str], Json] = {}
@@ -112,11 +131,9 @@ class ApiState:
     def authorize(self, token: str, verb: str, group: str, resource: str, namespace: str, name: str) -> None:
         if token == ADMIN:
             return
-        if token == CONTROLLER and any(
-            r.group == group and r.resource == resource and verb in r.verbs for r in self.roles.get(namespace, [])
-        ):
+        user, roles = self.accounts.get(token, ("system:anonymous", {}))
+        if any(r.group == group and r.resource == resource and verb in r.verbs for r in roles.get(namespace, [])):
             return
-        user = CONTROLLER_USER if token == CONTROLLER else "system:anonymous"
         what = f"{_qualified(group, resource.split('/')[0])} {json.dumps(name)}" if name else _qualified(group, resource)
         message = f'User "{user}" cannot {verb} resource "{resource}" in API group "{group}" in the namespace "{namespace}"'
         raise ApiError(403, "Forbidden", f"{what} is forbidden: {message}", group, resource.split("/")[0], name)
@@ -176,6 +193,43 @@ class ApiState:
             updated["metadata"] = {**current["metadata"], **{k: v for k, v in updated["metadata"].items() if k != "uid"}}
             return self._commit("MODIFIED", resource, key, updated)
 
+    def delete(self, group: str, resource: str, namespace: str, name: str, body: Json) -> Json:
+        """A pod: marked for deletion (graceful); any other object: gone."""
+        key = (resource, namespace, name)
+        with self.changed:
+            if key not in self.objects:
+                raise self._missing(group, resource, name)
+            if resource != "pods":
+                return self._commit("DELETED", resource, key, None)
+            pod = copy.deepcopy(self.objects[key])
+            grace = body.get("gracePeriodSeconds", (pod.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE_S))
+            pod["metadata"].setdefault("deletionTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + grace)))
+            pod["metadata"].setdefault("deletionGracePeriodSeconds", grace)
+            return self._commit("MODIFIED", resource, key, pod)
+
+    def scale(self, group: str, resource: str, namespace: str, name: str, patch: Json | None) -> Json:
+        """The object's autoscaling/v1 Scale, after ``patch`` (a merge patch of the Scale) if given."""
+        key = (resource, namespace, name)
+        with self.changed:
+            if key not in self.objects:
+                raise self._missing(group, resource, name)
+            obj = self.objects[key]
+            if patch is not None:
+                replicas = (patch.get("spec") or {}).get("replicas")
+                obj = self._commit("MODIFIED", resource, key, merge_patch(obj, {"spec": {"replicas": replicas}}))
+            meta = {k: obj["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")}
+            labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            return {
+                "kind": "Scale",
+                "apiVersion": "autoscaling/v1",
+                "metadata": meta,
+                "spec": {"replicas": obj["spec"].get("replicas", 1)},
+                "status": {
+                    "replicas": (obj.get("status") or {}).get("replicas", 0),
+                    "selector": ",".join(f"{k}={v}" for k, v in labels.items()),
+                },
+            }
+
     def listing(self, resource: str, namespace: str | None, selector: str) -> Json:
         with self.changed:
             items = [
@@ -231,11 +285,16 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _body(self) -> Json:
+    def _read_body(self) -> None:
+        """Read the request's body, before any answer, so that the connection stays in step."""
         length = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(length)) if length else {}
+        self.body: Json = json.loads(self.rfile.read(length)) if length else {}
+
+    def _body(self) -> Json:
+        return self.body
 
     def _serve(self, method: str) -> None:
+        self._read_body()
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         match = _PATH.match(url.path)
@@ -244,7 +303,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         group, namespace, resource = match["group"] or "", match["ns"] or "", match["resource"]
         name, sub = match["name"] or "", match["sub"]
-        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method) or (
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method) or (
             ("watch" if query.get("watch") in ("1", "true") else "list") if not name else "get"
         )
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
@@ -274,19 +333,31 @@ class Handler(BaseHTTPRequestHandler):
             text = state.logs.get((namespace, name, query.get("container", "")), "")
             lines = text.splitlines(keepends=True)[-int(query.get("tailLines", len(text) + 1)) :]
             self._send(200, "".join(lines).encode()[: int(query.get("limitBytes", len(text) + 1))], "text/plain")
+        elif sub == "scale":
+            self._patch_type(method)
+            self._send(
+                200,
+                json.dumps(state.scale(group, resource, namespace, name, self._body() if method == "PATCH" else None)).encode(),
+            )
         elif method == "GET":
             self._send(200, json.dumps(state.get(group, resource, namespace, name)).encode())
         elif method == "POST":
             self._send(201, json.dumps(state.create(group, resource, namespace, self._body())).encode())
+        elif method == "DELETE":
+            self._send(200, json.dumps(state.delete(group, resource, namespace, name, self._body())).encode())
         else:
             patch = method == "PATCH"
-            if patch and self.headers.get("Content-Type") != "application/merge-patch+json":
-                raise ApiError(
-                    415,
-                    "UnsupportedMediaType",
-                    f"the body of the request was in an unknown format: {self.headers.get('Content-Type')}",
-                )
+            self._patch_type(method)
             self._send(200, json.dumps(state.update(group, resource, namespace, name, self._body(), patch, sub)).encode())
+
+    def _patch_type(self, method: str) -> None:
+        """Only merge patches are served."""
+        if method == "PATCH" and self.headers.get("Content-Type") != "application/merge-patch+json":
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format: {self.headers.get('Content-Type')}",
+            )
 
     def _watch(self, resource: str, namespace: str | None, query: dict[str, str]) -> None:
         self.send_response(200)
@@ -315,6 +386,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self) -> None:
         self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
 
 
 class ApiServer(ThreadingHTTPServer):

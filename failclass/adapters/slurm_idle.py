@@ -13,6 +13,7 @@ from collections.abc import Callable
 from failclass.adapters.slurm import RELEASED
 from failclass.contracts import CANCEL, RELEASE
 from failclass.limits import LIMITS
+from failclass.waste.enforce import FAILED
 from failclass.waste.watch import Signal
 
 HUNG_MARK = "failclass: hung"
@@ -39,6 +40,6 @@ def act(signal: Signal, run: Run = _run) -> list[str]:
     done = []
     for command in commands:
         result = run(command)
-        outcome = "" if result.returncode == 0 else f"  # failed ({result.returncode}): {result.stderr.strip()[:200]}"
+        outcome = "" if result.returncode == 0 else f"{FAILED} ({result.returncode}): {result.stderr.strip()[:200]}"
         done.append(" ".join(command[:3]) + (f" {command[3]!r}" if len(command) > 3 else "") + outcome)
     return done

@@ -19,7 +19,8 @@ from failclass.cli.notify import notify
 from failclass.cli.policy import policy
 from failclass.cli.rules import rules
 from failclass.cli.serve import db, serve, token
-from failclass.cli.waste import waste, watch_command
+from failclass.cli.waste import waste
+from failclass.cli.watch import watch_command
 from failclass.options import ClassifierOptions
 from failclass.store import StoreUnavailable
 

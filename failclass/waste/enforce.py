@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from failclass.store.records import Records
 
 Act = Callable[[Signal], list[str]]  # the scheduler's commands run for a signal, each with its outcome
+FAILED = "  # failed"  # how a command's line in a step's done says it failed: "<command>  # failed (<why>): <message>"
 
 
 def step_of(signal: Signal, now: datetime, enforced: bool) -> WatchStep:

@@ -100,13 +100,15 @@ def test_the_recorded_pod() -> None:
 
 
 def test_which_pods_need_a_decision() -> None:
-    def with_mark(mark: str | None) -> bool:
+    def with_mark(mark: str | None, watch: dict[str, str] | None = None) -> bool:
         raw = json.loads(json.dumps(OOM_KILLED))
-        raw["metadata"]["annotations"] = {"failclass.io/handled": mark} if mark else {}
+        raw["metadata"]["annotations"] = ({"failclass.io/handled": mark} if mark else {}) | (watch or {})
         return parse_pod(raw).needs_decision("replica-a")
 
     assert with_mark(None) and with_mark(CLAIMED + "replica-b")  # a claim of a replica that lost the Lease
     assert not with_mark(CLAIMED + "replica-a") and not with_mark("no_retry")
+    assert not with_mark(None, {"failclass.io/released": "no GPU work for 61 min"})  # the idle watch ended it
+    assert with_mark(None, {"failclass.io/hung": "no GPU work for 70 min"})  # deleted as hung: a failure
     running = json.loads(json.dumps(OOM_KILLED)) | {"status": {"phase": "Running"}}
     assert not parse_pod(running).needs_decision("replica-a")
 

@@ -1,24 +1,32 @@
 """The manifests an operator applies (adapters/kubernetes): they parse, the Deployment runs
 two replicas of the controller with what it reads from its environment, and the Roles
-grant exactly the API calls the controller's code makes, derived from that code and from
-the official client's own request builders (HTTP method and path of each call)."""
+grant exactly the API calls the controller's code (and the idle watch's) makes, derived
+from that code and from the official client's own request builders (HTTP method and path
+of each call)."""
 
 from __future__ import annotations
 
 import ast
 import inspect
 import re
+from types import ModuleType
 from typing import Any
 
 import yaml
 from conftest import ROOT
 from kubernetes import client
 
-from failclass.adapters.kubernetes import cluster
+from failclass.adapters.kubernetes import cluster, workloads
 from failclass.cli.hook import k8s_controller
 
 MANIFESTS = ROOT / "adapters" / "kubernetes"
-APIS = {"core": client.CoreV1Api, "batch": client.BatchV1Api, "leases": client.CoordinationV1Api}
+APIS = {
+    "core": client.CoreV1Api,
+    "batch": client.BatchV1Api,
+    "leases": client.CoordinationV1Api,
+    "apps": client.AppsV1Api,
+    "custom": client.CustomObjectsApi,
+}
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -26,9 +34,9 @@ def documents(name: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d]
 
 
-def calls_in_code() -> tuple[set[tuple[str, str]], set[str]]:
-    """(API object, client method) pairs cluster.py uses, and the methods it watches with."""
-    tree = ast.parse(inspect.getsource(cluster))
+def calls_in_code(module: ModuleType) -> tuple[set[tuple[str, str]], set[str]]:
+    """(API object, client method) pairs ``module`` uses, and the methods it watches with."""
+    tree = ast.parse(inspect.getsource(module))
     used = {
         (node.value.attr, node.attr)
         for node in ast.walk(tree)
@@ -53,6 +61,8 @@ def rbac_of(api: str, method: str, watched: set[str]) -> set[tuple[str, str, str
     http = re.search(r"method='(\w+)'", builder)
     path = re.search(r"resource_path='([^']+)'", builder)
     assert http and path, method
+    if api == "custom":  # its path takes the group and resource from the code: the Notebooks it patches
+        return {(*workloads.NOTEBOOKS, VERBS[http.group(1)])}
     parts = path.group(1).strip("/").split("/")
     group = "" if parts[0] == "api" else parts[1]
     rest = parts[2:] if parts[0] == "api" else parts[3:]
@@ -66,12 +76,10 @@ def rbac_of(api: str, method: str, watched: set[str]) -> set[tuple[str, str, str
     return {(group, resource, "get")}
 
 
-def test_the_roles_grant_exactly_the_calls_the_code_makes() -> None:
-    used, watched = calls_in_code()
-    assert ("core", "patch_namespaced_pod") in used and watched == {"list_namespaced_pod", "list_pod_for_all_namespaces"}
-    needed = {rule for api, method in used for rule in rbac_of(api, method, watched)}
-    roles = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in documents("rbac.yaml") if d["kind"] == "Role"}
-    granted = {
+def granted_by(name: str) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) the Roles of manifest ``name`` grant."""
+    roles = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in documents(name) if d["kind"] == "Role"}
+    return {
         (group, resource, verb)
         for role in roles.values()
         for rule in role["rules"]
@@ -79,7 +87,24 @@ def test_the_roles_grant_exactly_the_calls_the_code_makes() -> None:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    assert granted == needed
+
+
+def test_the_roles_grant_exactly_the_calls_the_code_makes() -> None:
+    used, watched = calls_in_code(cluster)
+    assert ("core", "patch_namespaced_pod") in used and watched == {"list_namespaced_pod", "list_pod_for_all_namespaces"}
+    needed = {rule for api, method in used for rule in rbac_of(api, method, watched)}
+    assert granted_by("rbac.yaml") == needed
+
+
+def test_the_idle_watch_role_grants_exactly_the_calls_it_makes() -> None:
+    """Its own service account: events, deletes and scale subresources the controller never needs."""
+    used, watched = calls_in_code(workloads)
+    needed = {rule for api, method in used for rule in rbac_of(api, method, watched)}
+    assert {("", "events", "create"), ("apps", "statefulsets/scale", "patch"), ("kubeflow.org", "notebooks", "patch")} <= needed
+    assert granted_by("idle-watch.yaml") == needed
+    account, *_ = documents("idle-watch.yaml")
+    (binding,) = [d for d in documents("idle-watch.yaml") if d["kind"] == "RoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", **account["metadata"]}]
 
 
 def test_the_deployment_runs_two_replicas_with_what_the_controller_reads() -> None:

@@ -2,7 +2,9 @@
 from the list's resourceVersion (listing again when the API answers 410 Gone); each
 failed pod not yet decided is claimed (its failclass.io/handled annotation, written only
 if the pod is unchanged since read), decided through the hook with its container logs
-and the API's termination evidence, and its Job changed (see changes.py). Replicas
+and the API's termination evidence, and its Job changed (see changes.py); a pod the idle
+watch released (failclass.io/released, idle.py) is not decided, one it deleted as hung
+is. Replicas
 without the Lease wait; one that takes the Lease over lists again, and finishes pods
 whose claimant lost the Lease mid-way (the hook gives such a pod the decision already
 recorded for it: the attempt number of a pod is the same whoever asks)."""

@@ -15,6 +15,8 @@ from failclass.matching.taxonomy import builtin_taxonomy
 ANNOTATION = "failclass.io/"
 HANDLED = ANNOTATION + "handled"  # "claimed <identity>" while one replica decides, then the action
 CLAIMED = "claimed "
+RELEASED = ANNOTATION + "released"  # the idle watch released it (idle.py): its end is no failure
+HUNG_MARK = ANNOTATION + "hung"  # the idle watch deleted it as hung: its end is decided as a failure
 JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 
@@ -47,6 +49,7 @@ class FailedPod:
     user: str | None
     gpus: int
     handled: str | None  # the failclass.io/handled annotation
+    released: str | None = None  # the failclass.io/released annotation
     created: str = ""  # metadata.creationTimestamp (RFC 3339, UTC: sorts as text)
     reason: str | None = None  # the pod's own end: Evicted, DeadlineExceeded, ...
     message: str | None = None
@@ -61,8 +64,10 @@ class FailedPod:
         return tuple(end for end in self.ends if end.exit_code != 0)
 
     def needs_decision(self, identity: str) -> bool:
-        """Failed, of a Job, and neither decided nor being decided by this replica."""
-        if self.phase != "Failed" or self.job is None:
+        """Failed, of a Job, not released by the idle watch (as the Slurm epilog skips a
+        job whose comment says so), and neither decided nor being decided by this replica.
+        A pod the watch deleted as hung is decided like any failure."""
+        if self.phase != "Failed" or self.job is None or self.released is not None:
             return False
         return self.handled is None or (self.handled.startswith(CLAIMED) and self.handled != CLAIMED + identity)
 
@@ -123,6 +128,7 @@ def parse_pod(raw: ApiObject) -> FailedPod:
         user=(meta.get("labels") or {}).get("user"),
         gpus=_gpus(spec),
         handled=(meta.get("annotations") or {}).get(HANDLED),
+        released=(meta.get("annotations") or {}).get(RELEASED),
         created=str(meta.get("creationTimestamp") or ""),
         reason=status.get("reason"),
         message=status.get("message"),
