@@ -153,6 +153,10 @@ def test_a_report_from_prometheus_in_chunks_equals_the_report_from_the_range_que
     assert report("--prometheus", url, *span(t0), *jobs) == expected
     tiny = ["--chunk-points", "50", "--chunk-series", "2"]  # 29 windows, each asked host by host
     assert report("--prometheus", url, *span(t0), *jobs, *tiny) == expected
+    earlier = ["--start", str(t0 - 3600), "--end", span(t0)[-1]]  # the first 5 windows find nothing
+    assert report("--prometheus", url, *earlier, *jobs, *tiny) == expected
+    page = run_cli("waste", "report", "--prometheus", url, *span(t0), *jobs, *tiny, "--format", "html", "--top", "1")
+    assert page.returncode == 0 and url in page.stdout and "<svg" in page.stdout  # its timeline asked again
     narrowed = report("--prometheus", url, *span(t0), *jobs, "--match", '{Hostname="lke529760-766837-0a634ab30000"}')
     assert [job["job"] for job in narrowed["jobs"]] == [POD]
 
@@ -234,3 +238,5 @@ def test_an_unreachable_server_a_bad_selector_and_too_many_queries_are_one_line_
     assert done.returncode == 1 and "range queries (10 series) is over the limit of 100,000; give a larger --step" in done.stderr
     done = run_cli("waste", "report", "--prometheus", url, "--start", str(t0), "--end", str(t0 - 60))
     assert done.returncode == 2 and "--start before --end" in done.stderr
+    done = run_cli("waste", "report", str(SIGNALS / SCRAPES["k8s-gpu1"]), "--prometheus", url, *span(t0))
+    assert done.returncode == 2 and "give SIGNALS files or --prometheus URL, one of the two" in done.stderr
