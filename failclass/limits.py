@@ -29,6 +29,10 @@ class Limits:
     waste_log_files: int = 100_000  # in a --logs folder
     waste_log_lines: int = 200_000  # evidence and loss lines kept from one job's log
     waste_line_chars: int = 4096  # of each of them
+    prometheus_points_per_series: int = 11_000  # steps of one range query (Prometheus refuses more)
+    prometheus_series_per_query: int = 1000  # a selector matching more is asked a group of hosts at a time
+    prometheus_window_points: int = 5_000_000  # readings of one time window over every series, held at once
+    prometheus_queries: int = 100_000  # range queries of one report (beyond: a larger --step or a shorter range)
     container_log_lines: int = 20_000  # of a failed container's log, the end the controller reads
     container_log_bytes: int = 16 << 20
     k8s_explanation_chars: int = 1000  # of the decision's message, written on the Job

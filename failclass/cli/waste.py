@@ -11,12 +11,14 @@ import click
 from failclass.cli.common import ConfigProblem, configured, input_failure
 from failclass.cli.extras import needs
 from failclass.cli.notify import policy_option
+from failclass.cli.signal_source import signal_source
 from failclass.cli.watch import steps_command, watch_command
 from failclass.errors import ConfigError, InputError
 from failclass.policy.config import load_policy
 
 if TYPE_CHECKING:
     from failclass.policy.config import PolicyConfig
+    from failclass.waste.formats.prometheus_api import PrometheusQuery
     from failclass.waste.rightsize import Rightsizing
 
 
@@ -26,7 +28,7 @@ def waste() -> None:
 
 
 @waste.command("report")
-@click.argument("signals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("signals", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--jobs",
     "jobs_file",
@@ -86,9 +88,10 @@ def waste() -> None:
 )
 @click.pass_context
 @needs("waste")
+@signal_source()
 def report(
     ctx: click.Context,
-    signals: tuple[Path, ...],
+    signals: tuple[Path, ...] | PrometheusQuery,
     jobs_file: Path | None,
     logs_dir: Path | None,
     gpu_memory_mib: float | None,
@@ -103,7 +106,10 @@ def report(
     database_url: str | None,
 ) -> None:
     """Report waste from SIGNALS: DCGM exporter scrapes (.prom), Prometheus range-query
-    JSON, nvidia-smi CSV logs (named after their node) or failclass Parquet samples."""
+    JSON, nvidia-smi CSV logs (named after their node) or failclass Parquet samples; or
+    from a Prometheus server (--prometheus URL --start T), asked in chunks of time and
+    hosts. Exit status 1: unreadable signals, or a server that is unreachable, slow past
+    --timeout or answers an error (one line); 2: usage or configuration error."""
     from failclass.waste.analyse import WasteOptions, analyse
     from failclass.waste.causes import CAUSES
     from failclass.waste.heatmap import HeatMap
@@ -139,7 +145,8 @@ def report(
         from failclass.waste.html import to_html  # matplotlib and jinja2 load only here
 
         series = series_of(signals, options, {job.job for job in built.jobs[:top]})
-        click.echo(to_html(built, heat or HeatMap(), series, [str(path) for path in signals], top), nl=False)
+        sources = [str(path) for path in signals] if isinstance(signals, tuple) else [signals.url]
+        click.echo(to_html(built, heat or HeatMap(), series, sources, top), nl=False)
         return
     click.echo(to_json(built) if fmt == "json" else to_text(built, top), nl=False)
 

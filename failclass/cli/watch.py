@@ -16,6 +16,7 @@ import click
 from failclass.cli.common import ConfigProblem, configured, input_failure
 from failclass.cli.extras import needs
 from failclass.cli.notify import policy_option
+from failclass.cli.signal_source import signal_source
 from failclass.errors import InputError
 from failclass.policy.config import load_policy
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from failclass.policy.watch import WatchPolicy
     from failclass.waste.allocation import JobAllocation
     from failclass.waste.enforce import Act
+    from failclass.waste.formats.prometheus_api import PrometheusQuery
     from failclass.waste.watch import Signal
 
 EXIT_STEP_FAILED = 4  # a step's call to the scheduler failed (kept in the step's done)
@@ -37,7 +39,7 @@ def minutes_option(name: str, help: str) -> Callable[[F], F]:
 
 
 @click.command("watch")
-@click.argument("signals", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("signals", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--jobs",
     "jobs_file",
@@ -96,9 +98,10 @@ def minutes_option(name: str, help: str) -> Callable[[F], F]:
 )
 @click.pass_context
 @needs(reaches=("waste", "postgres", "kubernetes"))
+@signal_source(recent=True)
 def watch_command(
     ctx: click.Context,
-    signals: tuple[Path, ...],
+    signals: tuple[Path, ...] | PrometheusQuery,
     jobs_file: Path | None,
     jobs_from_slurm: bool,
     jobs_from_kubernetes: bool,
@@ -114,9 +117,11 @@ def watch_command(
     """Signals for running jobs by the policy's watch: section: warn, warn again, then release
     idle jobs; flag never-used GPUs; release jobs whose training finished; cancel hung jobs.
     Run it every few minutes (e.g. from cron) with --act slurm or --act kubernetes: each step
-    is taken once per idle or hung stretch. Exit status 1: unreadable signals or jobs; 2: usage
-    or policy error; 3: the store cannot be opened; 4: a call a step made failed (the step is
-    kept, with the call's error, and not taken again in its stretch: `waste steps` shows it)."""
+    is taken once per idle or hung stretch. SIGNALS, or --prometheus URL: its last --lookback
+    before --now. Exit status 1: unreadable signals or jobs, or a Prometheus server
+    unreachable or answering an error; 2: usage or policy error; 3: the store cannot be
+    opened; 4: a call a step made failed (the step is kept, with the call's error, and not
+    taken again in its stretch: `waste steps` shows it)."""
     from failclass.waste.watch import watch_files
 
     if sum((bool(jobs_file), jobs_from_slurm, jobs_from_kubernetes)) != 1:

@@ -1,8 +1,10 @@
 """The waste use case: signals and a jobs file in, a ``WasteReport`` out.
 
 Parquet tables stream a batch at a time (a job cut by a batch boundary is carried into
-the next batch), so a month of a large cluster never sits in memory at once; the text
-formats are read whole (they are limited in size at the edge)."""
+the next batch), and so does a Prometheus server, a time window at a time (a job still
+running at a window's end is carried into the next), so a month of a large cluster never
+sits in memory at once; the text formats are read whole (they are limited in size at the
+edge)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from failclass.waste.causes import CAUSES, Cause, load_causes
 from failclass.waste.explain import explain
 from failclass.waste.formats import read_signals
 from failclass.waste.formats.parquet import iter_parquet
+from failclass.waste.formats.prometheus_api import PrometheusQuery, fetch
 from failclass.waste.heatmap import HeatMap
 from failclass.waste.inputs import InputCheck
 from failclass.waste.jobfiles import load_jobs, read_jobs
@@ -29,6 +32,9 @@ from failclass.waste.rightsize import Advice, Rules, advise, summarise
 from failclass.waste.samples import GpuSamples, concat
 from failclass.waste.summary import JobWaste, by_group, headline, job_waste
 from failclass.waste.timeline import Timeline, read_timeline
+
+Signals = Sequence[Path] | PrometheusQuery  # signal files, or a Prometheus server's range
+LOOKBACK_S = 300.0  # Prometheus's lookback: a series silent this long has ended as queries see it
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,7 @@ class WasteOptions:
     rightsize: Rules = field(default_factory=Rules)  # the right-sizing advice's thresholds
 
 
-def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), heat: HeatMap | None = None) -> WasteReport:
+def analyse(signals: Signals, options: WasteOptions = WasteOptions(), heat: HeatMap | None = None) -> WasteReport:
     """The report over signal files, a jobs file and the logs it names (and, given one,
     the heat map filled on the way)."""
     jobs_file = load_jobs(options.jobs_file) if options.jobs_file else None
@@ -58,7 +64,7 @@ def analyse(signals: Sequence[Path], options: WasteOptions = WasteOptions(), hea
     return analyse_batches(batches, jobs, causes, timelines, options, heat, check)
 
 
-def series_of(signals: Sequence[Path], options: WasteOptions, names: set[str]) -> GpuSamples:
+def series_of(signals: Signals, options: WasteOptions, names: set[str]) -> GpuSamples:
     """The readings of some jobs (a second pass, for their timelines)."""
     jobs = read_jobs(options.jobs_file) if options.jobs_file else []
     wanted = []
@@ -97,7 +103,10 @@ def analyse_batches(
     return build(top, wastes, groups, intervals, causes, converged, check.report(jobs), rightsizing)
 
 
-def _batches(signals: Sequence[Path], jobs: list[JobAllocation], matching: Matching | None = None) -> Iterator[GpuSamples]:
+def _batches(signals: Signals, jobs: list[JobAllocation], matching: Matching | None = None) -> Iterator[GpuSamples]:
+    if isinstance(signals, PrometheusQuery):
+        yield from _whole_windows(signals, jobs, matching)
+        return
     texts = [path for path in signals if not _is_parquet(path)]
     if texts:
         yield assign(read_signals(texts), jobs, matching)
@@ -119,6 +128,28 @@ def _whole_jobs(batches: Iterator[GpuSamples]) -> Iterator[GpuSamples]:
         carry = batch.take(np.flatnonzero(tail))
         if (~tail).any():
             yield batch.take(np.flatnonzero(~tail))
+    if carry is not None and len(carry):
+        yield carry
+
+
+def _whole_windows(query: PrometheusQuery, jobs: list[JobAllocation], matching: Matching | None) -> Iterator[GpuSamples]:
+    """Prometheus's windows as batches of whole jobs: a job whose allocation ends after a
+    window, or whose series were still live at its end, waits for the next window."""
+    ends = {job.job: job.end for job in jobs}
+    margin = max(LOOKBACK_S, query.step_s)
+    carry: GpuSamples | None = None
+    for end, window in fetch(query):
+        batch = assign(window, jobs, matching)
+        batch = batch if carry is None else concat([carry, batch])
+        if not len(batch):
+            continue
+        last = np.full(len(batch.jobs), -np.inf)
+        np.maximum.at(last, batch.job, batch.ts)
+        held = np.asarray([ends.get(name, math.inf) for name in batch.jobs])
+        waits = ((last >= end - margin) | (np.isfinite(held) & (held > end)))[batch.job]
+        carry = batch.take(np.flatnonzero(waits))
+        if (~waits).any():
+            yield batch.take(np.flatnonzero(~waits))
     if carry is not None and len(carry):
         yield carry
 

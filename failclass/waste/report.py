@@ -158,10 +158,10 @@ def build(
     return WasteReport(
         headline,
         sorted(cause_rows, key=lambda c: -c.gpu_h),
-        sorted(jobs, key=lambda j: -j.unused_gpu_h),
+        sorted(jobs, key=lambda j: (-j.unused_gpu_h, j.job)),
         groups[0],
         groups[1],
-        sorted(intervals, key=lambda row: -row.minutes),
+        sorted(intervals, key=lambda row: (-row.minutes, row.job, row.node, row.gpu, row.start)),  # not the series' order
         converged,
         inputs,
         rightsizing,

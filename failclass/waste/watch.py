@@ -39,6 +39,7 @@ from failclass.contracts import CANCEL, HUNG, NEVER_USED, RELEASE, WARN
 from failclass.policy.watch import IdleRule, WatchPolicy
 from failclass.waste.allocation import JobAllocation
 from failclass.waste.causes import Cause
+from failclass.waste.formats.prometheus_api import PrometheusQuery, fetch
 from failclass.waste.samples import GpuSamples
 from failclass.waste.timeline import Timeline
 
@@ -181,11 +182,15 @@ def _finished_line(finished: Cause | None, timeline: Timeline | None) -> tuple[f
     return hits[-1] if hits else None
 
 
-def watch_files(signals: Sequence[Path], jobs: Sequence[JobAllocation], now: float, policy: WatchPolicy) -> list[Signal]:
-    """The watch over signal files and the running jobs (their logs read for finished-training lines)."""
+def watch_files(
+    signals: Sequence[Path] | PrometheusQuery, jobs: Sequence[JobAllocation], now: float, policy: WatchPolicy
+) -> list[Signal]:
+    """The watch over signal files (or a Prometheus server's recent window) and the running
+    jobs (their logs read for finished-training lines)."""
     from failclass.waste.allocation import assign
     from failclass.waste.causes import load_causes
     from failclass.waste.formats import read_signals
+    from failclass.waste.samples import concat
     from failclass.waste.timeline import read_timeline
 
     finished = next(cause for cause in load_causes() if cause.id == "unreleased_job")
@@ -194,7 +199,8 @@ def watch_files(signals: Sequence[Path], jobs: Sequence[JobAllocation], now: flo
     timelines = {job.job: read_timeline(job.log, finished.log.matches) for job in logged if job.log}
     activity = {job.job: log_activity(job.log) for job in logged if job.log}
     by_name = {job.job: job for job in jobs}
-    return watch(assign(read_signals(signals), list(jobs)), by_name, now, policy, finished, timelines, activity)
+    samples = concat([window for _, window in fetch(signals)]) if isinstance(signals, PrometheusQuery) else read_signals(signals)
+    return watch(assign(samples, list(jobs)), by_name, now, policy, finished, timelines, activity)
 
 
 def log_activity(path: Path, tail_bytes: int = 16384) -> LogActivity:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from failclass.errors import InputError
 from failclass.waste.memory import from_model
-from failclass.waste.samples import GpuSamples, TotalOrigin
+from failclass.waste.samples import GpuSamples, TotalOrigin, concat
 
 UTIL, FB_USED, FB_FREE, FB_RESERVED, GR_ACTIVE = (
     "DCGM_FI_DEV_GPU_UTIL",
@@ -60,9 +60,10 @@ def read_range_query(text: str, source: str) -> GpuSamples:
     return read_answers(document if isinstance(document, list) else [document], source)
 
 
-def read_answers(answers: list[object], source: str) -> GpuSamples:
-    """Already-parsed Prometheus API answers (one per metric, or one for several)."""
-    return _pivot((r for answer in answers for r in _matrix_readings(answer, source)), source)
+def read_answers(answers: list[object], source: str, empty: bool = False) -> GpuSamples:
+    """Already-parsed Prometheus API answers (one per metric, or one for several); ``empty``:
+    an answer without utilisation readings is an empty table (a chunk of a longer range)."""
+    return _pivot((r for answer in answers for r in _matrix_readings(answer, source)), source, empty)
 
 
 def _exposition_readings(text: str, source: str, scraped_at: float) -> Iterator[Reading]:
@@ -129,7 +130,7 @@ def _labels(text: str, source: str, number: int) -> dict[str, str]:
     return labels
 
 
-def _pivot(readings: Iterable[Reading], source: str) -> GpuSamples:
+def _pivot(readings: Iterable[Reading], source: str, empty: bool = False) -> GpuSamples:
     """Long readings (one metric each) to one row per GPU and time."""
     rows: dict[tuple[str, int, str, float], dict[str, float]] = {}
     models: dict[tuple[str, int], str] = {}
@@ -146,6 +147,8 @@ def _pivot(readings: Iterable[Reading], source: str) -> GpuSamples:
         seen.setdefault((node, gpu), set()).update(values)
         used = values.get(FB_USED, math.nan)
         table.append((node, gpu, ts, util, used, used + values.get(FB_FREE, math.nan) + values.get(FB_RESERVED, 0.0), job))
+    if not table and empty:
+        return concat([])
     if not table:
         raise InputError(f"{source}: no {UTIL} (or {GR_ACTIVE}) samples with Hostname and gpu labels")
     totals, by_model = {}, {}
