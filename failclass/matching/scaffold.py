@@ -20,7 +20,7 @@ SKELETON = """  - id: {reason}.{slug}
       - ''                    # a distinctive phrase of the real message
     examples:
       positive:
-        - source: ""          # URL of the public thread, or scenario:<name>
+        - source: ""          # URL of the public thread, scenario:<name>, or job:<id>
           text: |
             # paste the real log lines here
       negative: []
