@@ -3,28 +3,35 @@
 Each line is reduced to its template: its last state where a progress bar redrew it, then
 numbers and addresses masked as the model reads lines (failclass.logs.region), ids (a
 temporary folder's name) masked and a progress bar's fill folded, so that times, steps,
-losses, ranks, pids, run folders and how far a bar got do not tell two lines apart. The failed log's lines
-whose template no good run printed are the candidates for its failure's evidence, where
-no rule names a cause (L4 and LogSage compare with the last good run the same way).
+losses, ranks, pids, run folders and how far a bar got do not tell two lines apart. The
+failed log's lines whose template no good run printed are the candidates for its
+failure's evidence, where no rule names a cause (L4 and LogSage compare with the last
+good run the same way).
 
 A run's templates are collected while its log streams past the classifier (Templates), so
-that the store can keep a good run's without reading its log again: at most
-KEPT_TEMPLATES of them, with their counts."""
+that the store can keep a good run's without reading its log again: at most KEPT_TEMPLATES
+of them, with their counts. Lines that differ only in their digits share a template, so a
+block's lines are counted first with their digits made zeros (in C), and only each such
+distinct line is templated, once per run."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass, field
 
 from failclass.logs.facts import reports_progress
-from failclass.logs.region import normalise_line, region_indices, segment
+from failclass.logs.region import LINE_CHARS, mask, region_indices, segment
 
 KEPT_TEMPLATES = 4000  # of one run: a good run's are kept in the store (failclass.store.goodruns)
 PARTIAL_LINE_BYTES = 64 << 10  # of a line still without its newline, the end kept
+TEMPLATED_LINES = 20_000  # distinct lines (digits aside) of one run templated; past them, lines are dropped
+KEY_BYTES = 4096  # of such a line, what tells it apart
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _MIXED = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9]*0)[A-Za-z0-9]+(?![A-Za-z0-9])")  # an id: a0f0c
 _BAR = re.compile(r"\|[#=>.\-\u2588-\u258f ]+\|")  # a progress bar's fill, however far it got
-_MASKED = re.compile(r"( ?\bHEX\b ?|\bID\b|0| )")  # what normalise_line put in a template's text
+_MASKED = re.compile(r"( ?\bHEX\b ?|\bID\b|0| )")  # what the masks put in a template's text
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,8 @@ class NewLine:
 def template(line: str) -> str:
     """The line's last state, numbers, addresses and ids (letters mixed with digits: a
     temporary folder's name, a run id) masked, a progress bar's fill folded."""
-    return _BAR.sub("|#|", _MIXED.sub("ID", normalise_line(segment(line))))
+    masked = _MIXED.sub("ID", mask(segment(line.removesuffix("\r"))))
+    return _BAR.sub("|#|", masked).strip()[:LINE_CHARS]
 
 
 def templates_of(lines: Iterable[str]) -> set[str]:
@@ -82,55 +90,59 @@ def pattern_of(text: str) -> str:
 
 @dataclass
 class Templates:
-    """The templates of one run's log lines, collected as its blocks pass (watch): how
-    many lines each covers and the line it first appeared on, for at most KEPT_TEMPLATES
-    templates (``dropped``: lines of templates past that); ``end``: the log's last lines,
-    numbered, as the classifier kept them."""
+    """The templates of one run's log lines, collected as its blocks pass (watch), with
+    how many lines each covers, for at most KEPT_TEMPLATES templates (``dropped``: lines
+    of templates past that); ``end``: the log's last lines, numbered, as the classifier
+    kept them."""
 
     counts: dict[str, int] = field(default_factory=dict)
-    first: dict[str, int] = field(default_factory=dict)
     lines: int = 0
     dropped: int = 0
     end: list[tuple[int, str]] = field(default_factory=list)
     _partial: bytes = b""
+    _templated: dict[bytes, str] = field(default_factory=dict)  # a line, digits made zeros -> its template
 
     def watch(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
         for block in blocks:
-            pieces = (self._partial + block).split(b"\n")
-            self._partial = pieces.pop()[-PARTIAL_LINE_BYTES:]
-            for piece in pieces:
-                self._add(piece)
+            data = self._partial + block
+            cut = data.rfind(b"\n") + 1
+            self._partial = data[cut:][-PARTIAL_LINE_BYTES:]
+            if cut:
+                self._count(data[: cut - 1])
             yield block
         if self._partial:
-            self._add(self._partial)
+            self._count(self._partial)
             self._partial = b""
 
-    def _add(self, raw: bytes) -> None:
-        self.lines += 1
-        key = template(raw.decode("utf-8", "replace"))
+    def _count(self, data: bytes) -> None:
+        """Count the templates of whole lines (newlines between them)."""
+        for line, count in Counter(data.replace(b"\r\n", b"\n").translate(_DIGITS).split(b"\n")).items():
+            self.lines += count
+            key = line[:KEY_BYTES]
+            found = self._templated.get(key)
+            if found is None:
+                if len(self._templated) == TEMPLATED_LINES:
+                    self.dropped += count
+                    continue
+                found = self._templated[key] = template(key.decode("utf-8", "replace"))
+            self._add(found, count)
+
+    def _add(self, key: str, count: int) -> None:
         if not key:
             return
         if key in self.counts:
-            self.counts[key] += 1
+            self.counts[key] += count
         elif len(self.counts) < KEPT_TEMPLATES:
-            self.counts[key], self.first[key] = 1, self.lines
+            self.counts[key] = count
         else:
-            self.dropped += 1
+            self.dropped += count
 
     def merged(self, other: Templates) -> Templates:
-        """Two logs of one attempt as one run (a template's first line: the earlier)."""
-        both = Templates(dict(self.counts), dict(self.first), self.lines + other.lines, self.dropped + other.dropped, self.end)
+        """Two logs of one attempt as one run (the last lines: this one's)."""
+        both = Templates(dict(self.counts), self.lines + other.lines, self.dropped + other.dropped, self.end)
         for key, count in other.counts.items():
-            if key in both.counts or len(both.counts) < KEPT_TEMPLATES:
-                both.counts[key] = both.counts.get(key, 0) + count
-                both.first[key] = min(both.first.get(key, other.first[key]), other.first[key])
-            else:
-                both.dropped += count
+            both._add(key, count)
         return both
-
-    def before(self, line: int) -> dict[str, int]:
-        """The counts of the templates that first appeared before ``line``."""
-        return {key: count for key, count in self.counts.items() if self.first[key] < line}
 
     def failure_start(self) -> int:
         """Where a failed run's failure begins: after the last of its last lines that
@@ -139,6 +151,11 @@ class Templates:
             if reports_progress(segment(text)):
                 return number + 1
         return self.end[0][0] if self.end else self.lines + 1
+
+    def before(self, start: int) -> dict[str, int]:
+        """The counts of the templates printed before line ``start``, one of the last lines."""
+        after = Counter(template(text) for number, text in self.end if number >= start)
+        return {key: count - after[key] for key, count in self.counts.items() if count > after[key]}
 
     def candidates(self, known: Set[str], most: int) -> list[NewLine]:
         """The lines of the log's failure region (what the model reads) whose template is
