@@ -12,7 +12,8 @@ Because the rules answer every produced log right, that set is small; so the scr
 measures the diff alone on every development-side log that has such a pair, as if no rule
 knew its failure: the labeller's line is the rules' evidence (right on each of these logs,
 which the corpus tests check), and the diff finds it when one of its first K new lines
-holds an evidence line's text.
+holds an evidence line's text; and, as a first step past the diff alone, when the first
+new line that records a failure (an exception, an error record, a fatal signal) does.
 
     python benchmarks/goodrun_diff.py [--top 1 3 5]
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from failclass.classifier import Classifier  # noqa: E402
 from failclass.contracts import Classification  # noqa: E402
 from failclass.logs.diff import NewLine, new_lines, templates_of  # noqa: E402
 from failclass.logs.ranks import read_lines  # noqa: E402
+from failclass.logs.region import FAILURE_RECORD  # noqa: E402
 from failclass.matching.taxonomy import NO_SIGNATURE  # noqa: E402
 from failclass.model.corpus import read_manifest, resolve  # noqa: E402
 
@@ -89,18 +92,26 @@ def main() -> None:
         f"  of them with a failure to find (label not No signature): {len(unnamed)}; with a good run: {sum(p.good is not None for p in unnamed)}"
     )
     paired = [p for p in everything if p.good is not None and p.label != NO_SIGNATURE and p.answer.reason == p.label]
-    ranks = []
+    ranks, shares, recorded = [], [], 0
     for pair in paired:
         assert pair.good is not None
-        new = new_lines(read_lines(pair.log), templates_of(read_lines(pair.good)))
+        lines = read_lines(pair.log)
+        new = new_lines(lines, templates_of(read_lines(pair.good)))
         ranks.append(found_at(pair, new))
+        shares.append(len(new) / len(lines))
+        recorded += found_at(pair, [line for line in new if FAILURE_RECORD.search(line.text)][:1]) is not None
     print(f"as if no rule knew them: {len(paired)} development-side logs with a good run of the same command")
+    print(f"  new templates to read: median {statistics.median(shares):.0%} of the log's lines")
     for k in args.top:
         hits = sum(rank is not None and rank <= k for rank in ranks)
         print(
             f"  an evidence line among the diff's first {k} new lines: {hits} of {len(paired)} ({hits / max(len(paired), 1):.0%})"
         )
-    print(f"  among all its new lines: {sum(rank is not None for rank in ranks)} of {len(paired)}")
+    found = [rank for rank in ranks if rank is not None]
+    print(
+        f"  among all its new lines: {len(found)} of {len(paired)} (the evidence's rank among them: median {statistics.median(found or [0])})"
+    )
+    print(f"  the first new line that records a failure (region.FAILURE_RECORD) is evidence: {recorded} of {len(paired)}")
 
 
 if __name__ == "__main__":

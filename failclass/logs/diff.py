@@ -29,7 +29,7 @@ PARTIAL_LINE_BYTES = 64 << 10  # of a line still without its newline, the end ke
 TEMPLATED_LINES = 20_000  # distinct lines (digits aside) of one run templated; past them, lines are dropped
 KEY_BYTES = 4096  # of such a line, what tells it apart
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_MIXED = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9]*0)[A-Za-z0-9]+(?![A-Za-z0-9])")  # an id: a0f0c
+_MIXED = re.compile(r"(?<!\w)(?=\w*[A-Za-z])(?=\w*0)\w+(?!\w)", re.ASCII)  # an id: run-a0f_0c, sm_0
 _BAR = re.compile(r"\|[#=>.\-\u2588-\u258f ]+\|")  # a progress bar's fill, however far it got
 _MASKED = re.compile(r"( ?\bHEX\b ?|\bID\b|0| )")  # what the masks put in a template's text
 
@@ -80,7 +80,7 @@ def pattern_of(text: str) -> str:
         elif piece == "0":
             parts.append(r"\d+")
         elif piece == "ID":
-            parts.append(r"[A-Za-z0-9]+")
+            parts.append(r"\w+")
         elif piece == " ":
             parts.append(r"[ \t]+")
         elif piece:
