@@ -17,6 +17,7 @@ from failclass.classifier import Classifier
 from failclass.logs.diff import template
 from failclass.logs.ranks import read_lines
 from failclass.policy.config import PolicyConfig, load_policy
+from failclass.store.direct import DirectRecords, open_records
 from failclass.store.goodruns import GoodRun
 from failclass.store.repository import Store
 from failclass.usecases import report_attempt
@@ -40,9 +41,11 @@ def kept(store: Store, job: str) -> GoodRun:
 def test_a_passing_attempt_is_kept_and_a_later_failure_shows_only_its_new_lines(
     database_url: str, classifier: Classifier, policy: PolicyConfig
 ) -> None:
-    store = Store.open(database_url)
+    store = Store.open(database_url)  # SQLAlchemy's, as the service records; migrated
+    hook = open_records(database_url)  # the driver's own, as the hook records
+    assert isinstance(hook, DirectRecords)
     passed = Attempt("train-4", 1, "ann", status="passed")
-    report_attempt(store, passed, classifier.examine_path(GOOD, templates=True), policy)
+    report_attempt(hook, passed, classifier.examine_path(GOOD, templates=True), policy)
     report_attempt(store, Attempt("train-4", 2, "ann"), classifier.examine_path(FAILED, templates=True), policy)
     run = kept(store, "train-4")
     assert (run.attempt, run.status, run.lines) == (1, "passed", len(read_lines(GOOD)))
