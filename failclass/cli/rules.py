@@ -132,7 +132,8 @@ def rules_propose(ctx: click.Context, database_url: str | None, min_jobs: int, t
         raise click.UsageError(f"{out} is in a rules folder: write the proposals elsewhere and move the ones you accept")
     with reaching(url):
         clusters = Store.open(url, migrate=False).unseen_clusters(min_jobs)
-    proposals = propose(clusters, classifier(ctx).matcher, top)
+    chosen = classifier(ctx)
+    proposals = propose(clusters, chosen.ruleset, chosen.matcher, top)
     head = (
         f"# failclass rules propose: {len(proposals)} from {masked(url)} (lines of {min_jobs} jobs or more that no rule names)\n"
     )

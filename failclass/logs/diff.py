@@ -26,8 +26,8 @@ from failclass.logs.region import LINE_CHARS, mask, region_indices, segment
 
 KEPT_TEMPLATES = 4000  # of one run: a good run's are kept in the store (failclass.store.goodruns)
 PARTIAL_LINE_BYTES = 64 << 10  # of a line still without its newline, the end kept
-TEMPLATED_LINES = 20_000  # distinct lines (digits aside) of one run templated; past them, lines are dropped
-KEY_BYTES = 4096  # of such a line, what tells it apart
+TEMPLATED_LINES = 10_000  # distinct lines (digits aside) of one run templated; past them, lines are dropped
+KEY_BYTES = 1024  # of such a line, what tells it apart
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _MIXED = re.compile(r"(?<!\w)(?=\w*[A-Za-z])(?=\w*0)\w+(?!\w)", re.ASCII)  # an id: run-a0f_0c, sm_0
 _BAR = re.compile(r"\|[#=>.\-\u2588-\u258f ]+\|")  # a progress bar's fill, however far it got

@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from failclass.logs.diff import pattern_of
+from failclass.logs.region import shows_failure
 from failclass.logs.text import blocks_of_text
 from failclass.matching.matcher import Matcher
+from failclass.matching.rules import RuleSet
 from failclass.matching.safety import pattern_errors
 from failclass.store.goodruns import UnseenCluster
 
@@ -54,16 +56,17 @@ class Proposal:
         return "\n".join([*lines, "      negative: []", ""])
 
 
-def propose(clusters: Iterable[UnseenCluster], matcher: Matcher, top: int) -> list[Proposal]:
-    """The ``top`` largest clusters whose lines no rule matches and whose template makes a
-    safe pattern that matches them all."""
+def propose(clusters: Iterable[UnseenCluster], ruleset: RuleSet, matcher: Matcher, top: int) -> list[Proposal]:
+    """The ``top`` largest clusters whose lines say that something failed
+    (failclass.logs.region.shows_failure), no rule matches them, and their template makes
+    a safe pattern that matches them all."""
     chosen: list[Proposal] = []
     slugs: set[str] = set()
     for cluster in clusters:
         if len(chosen) == top:
             break
         texts = [text for _, text in cluster.examples]
-        if matcher.scan(blocks_of_text("\n".join(texts) + "\n")).hits:
+        if not shows_failure(texts, ruleset.endings) or matcher.scan(blocks_of_text("\n".join(texts) + "\n")).hits:
             continue
         pattern = pattern_of(cluster.template)
         if pattern_errors(pattern) or not all(re.search(pattern, text) for text in texts):

@@ -1,6 +1,7 @@
 """`failclass rules propose`: two jobs of two users fail, on two GPUs, printing a line no
 rule knows; the store groups them into one rule skeleton that, given its reason, loads
-and passes `failclass rules test`.
+and passes `failclass rules test`. Two more jobs, cut off mid-training, share lines that
+say no failure: no proposal.
 
 Real text only: each job's good run is a passing run of corpora/passed/runs; its failure
 is that run's first lines followed by one line of an AMD GPU's hardware-error report,
@@ -45,6 +46,9 @@ def test_two_jobs_of_two_users_with_one_unknown_line_make_one_proposal(tmp_path:
         examined = classifier.examine_bytes(failed, templates=True)
         assert examined.classification.reason == "no_signature"
         report_attempt(store, Attempt(job, 2, user), examined, policy)
+    cut_off = "\n".join((RUNS / "train_progress_dict_4.log").read_text().split("\n")[:5]) + "\n"
+    for job, user in (("job-c", "carl"), ("job-d", "dana")):  # no good run: their last lines, which say no failure
+        report_attempt(store, Attempt(job, 1, user, status="killed"), classifier.examine_bytes(cut_off, templates=True), policy)
 
     done = run_cli("rules", "propose", "--database-url", url, "--min-jobs", "2")
     assert done.returncode == 0, done.stderr
