@@ -31,7 +31,7 @@ def diff(
     limit: int,
     as_json: bool,
 ) -> None:
-    """Lines of the FAILED log whose template (numbers and addresses masked) no GOOD log
+    """Lines of the FAILED log whose template (numbers, addresses and ids masked) no GOOD log
     printed: the candidates for the failure's evidence. Without GOOD, the job's last good
     run in the store (--job-id): exit status 1, with one line, when it has none."""
     if bool(good) == bool(job_id):

@@ -111,7 +111,7 @@ def rules_test(ctx: click.Context) -> None:
     type=click.IntRange(min=1),
     default=2,
     show_default=True,
-    help="Only lines that failures of this many jobs printed.",
+    help="Only lines printed by failures of at least this many jobs.",
 )
 @click.option(
     "--top", type=click.IntRange(min=1), default=10, show_default=True, help="At most this many proposals, largest first."

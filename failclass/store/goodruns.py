@@ -11,7 +11,7 @@ template that good run never printed (all of them, where there is none)."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -77,26 +77,25 @@ class GoodRuns:
     def unseen_clusters(self, min_jobs: int) -> list[UnseenCluster]:
         """The unseen lines' templates printed by failures of at least ``min_jobs`` jobs,
         most jobs first (then most users)."""
+        shared = "SELECT template FROM unseen_lines GROUP BY template HAVING COUNT(DISTINCT job_id) >= ?"
         with self._driver_errors(), self._transaction() as db:
-            counted = db.rows(
-                'SELECT template, COUNT(DISTINCT job_id), COUNT(DISTINCT "user") FROM unseen_lines'
-                " GROUP BY template HAVING COUNT(DISTINCT job_id) >= ?",
+            rows = db.rows(
+                'SELECT u.template, u.job_id, u."user", u.text, c.reason FROM unseen_lines u'
+                f" JOIN classifications c ON c.attempt_id = u.attempt_id WHERE u.template IN ({shared}) ORDER BY u.id",
                 min_jobs,
             )
-            clusters = []
-            for key, jobs, users in sorted(counted, key=lambda row: (-row[1], -row[2], row[0])):
-                examples: dict[str, str] = {}
-                answers: Counter[str] = Counter()
-                for job, text, reason in db.rows(
-                    "SELECT u.job_id, u.text, c.reason FROM unseen_lines u JOIN classifications c ON c.attempt_id = u.attempt_id"
-                    " WHERE u.template = ? ORDER BY u.id",
-                    key,
-                ):
-                    answers[reason] += 1
-                    if len(examples) < EXAMPLES:
-                        examples.setdefault(job, text)
-                clusters.append(UnseenCluster(key, int(jobs), int(users), tuple(examples.items()), tuple(answers.most_common())))
-            return clusters
+        jobs: dict[str, dict[str, str]] = defaultdict(dict)  # template -> job -> its first line
+        users: dict[str, set[str]] = defaultdict(set)
+        answers: dict[str, Counter[str]] = defaultdict(Counter)
+        for key, job, user, text, reason in rows:
+            jobs[key].setdefault(job, text)
+            users[key].add(user)
+            answers[key][reason] += 1
+        clusters = [
+            UnseenCluster(key, len(by_job), len(users[key]), tuple(by_job.items())[:EXAMPLES], tuple(answers[key].most_common()))
+            for key, by_job in jobs.items()
+        ]
+        return sorted(clusters, key=lambda cluster: (-cluster.jobs, -cluster.users, cluster.template))
 
     @classmethod
     def _keep_lines(cls, db: Transaction, attempt_id: int, attempt: Attempt, examined: Examination, now: datetime) -> None:

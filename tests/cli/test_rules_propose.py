@@ -28,9 +28,10 @@ RUNS = ROOT / "corpora" / "passed" / "runs"
 ROCM = ROOT / "corpora" / "public" / "gpu_ecc_error" / "ROCm_legacy-rocm-build_4021.log"
 
 
-def test_two_jobs_of_two_users_with_one_unknown_line_make_one_proposal(tmp_path: Path, classifier: Classifier) -> None:
-    url = f"sqlite:///{tmp_path / 'failclass.db'}"
-    store, policy = Store.open(url), load_policy()
+def test_two_jobs_of_two_users_with_one_unknown_line_make_one_proposal(
+    database_url: str, tmp_path: Path, classifier: Classifier
+) -> None:
+    store, policy = Store.open(database_url), load_policy()
     status = [line for line in ROCM.read_text().split("\n") if ".STATUS=" in line]
     assert status[0].startswith("[13850.927941] amdgpu 0000:42:00.0:") and status[1].startswith(
         "[13850.935975] amdgpu 0000:55:00.0:"
@@ -50,7 +51,7 @@ def test_two_jobs_of_two_users_with_one_unknown_line_make_one_proposal(tmp_path:
     for job, user in (("job-c", "carl"), ("job-d", "dana")):  # no good run: their last lines, which say no failure
         report_attempt(store, Attempt(job, 1, user, status="killed"), classifier.examine_bytes(cut_off, templates=True), policy)
 
-    done = run_cli("rules", "propose", "--database-url", url, "--min-jobs", "2")
+    done = run_cli("rules", "propose", "--database-url", database_url, "--min-jobs", "2")
     assert done.returncode == 0, done.stderr
     rules = yaml.safe_load(done.stdout)
     assert len(rules) == 1
@@ -67,6 +68,8 @@ def test_two_jobs_of_two_users_with_one_unknown_line_make_one_proposal(tmp_path:
     (folder / "gpu_ecc_error.yaml").write_text("reason: gpu_ecc_error\nrules:\n" + accepted)
     tested = run_cli("--rules-dir", str(folder), "rules", "test")
     assert tested.returncode == 0 and tested.stdout.strip().endswith(" 0 failures"), tested.stdout + tested.stderr
-    assert run_cli("rules", "propose", "--database-url", url, "--min-jobs", "3").stdout.count("- id:") == 0
-    refused = run_cli("--rules-dir", str(folder), "rules", "propose", "--database-url", url, "--out", str(folder / "new.yaml"))
+    assert run_cli("rules", "propose", "--database-url", database_url, "--min-jobs", "3").stdout.count("- id:") == 0
+    refused = run_cli(
+        "--rules-dir", str(folder), "rules", "propose", "--database-url", database_url, "--out", str(folder / "new.yaml")
+    )
     assert refused.returncode == 2 and "is in a rules folder" in refused.stderr and not (folder / "new.yaml").exists()
