@@ -135,7 +135,9 @@ def rules_propose(ctx: click.Context, database_url: str | None, min_jobs: int, t
     chosen = classifier(ctx)
     proposals = propose(clusters, chosen.ruleset, chosen.matcher, top)
     head = (
-        f"# failclass rules propose: {len(proposals)} from {masked(url)} (lines of {min_jobs} jobs or more that no rule names)\n"
+        f"# failclass rules propose: {len(proposals)} from {masked(url)}, lines of {min_jobs} jobs or more that no rule names.\n"
+        "# Give each the reason it shows (docs/TAXONOMY.md) in place of REASON, and a description; move it to that\n"
+        "# reason's file in your rules folder (failclass rules new), then run `failclass rules test`.\n"
     )
     text = head + "".join(proposal.yaml() for proposal in proposals)
     if out is None:

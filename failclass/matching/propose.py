@@ -5,7 +5,7 @@ Each skeleton has the shape of a rule file's entry (failclass/data/signatures/RE
 the cluster's template as a literal pattern (failclass.logs.diff.pattern_of) that passes
 the rules' own safety checks and matches every example, the real lines as positive
 examples with the job each came from (``source: job:<id>``), and ``REASON`` and an empty
-description for the operator to fill in, as `failclass rules new` leaves them."""
+description for the operator to fill in: `failclass rules new`'s skeleton."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from failclass.logs.text import blocks_of_text
 from failclass.matching.matcher import Matcher
 from failclass.matching.rules import RuleSet
 from failclass.matching.safety import pattern_errors
+from failclass.matching.scaffold import skeleton
 from failclass.store.goodruns import UnseenCluster
 
 PLACEHOLDER = "REASON"
@@ -37,23 +38,14 @@ class Proposal:
     pattern: str
 
     def yaml(self) -> str:
-        """The skeleton as a rule file's entry, with a comment on where it comes from."""
+        """The skeleton as a rule file's entry (failclass.matching.scaffold's), with a
+        comment on where it comes from."""
         answered = ", ".join(f"{reason} {count}" for reason, count in self.cluster.answers)
-        lines = [
-            f"  # {self.cluster.jobs} jobs of {self.cluster.users} users failed printing this (answered: {answered})",
-            f"  - id: {PLACEHOLDER}.{self.slug}       # choose the reason (docs/TAXONOMY.md)",
-            "    kind: explicit            # or implicit: only a consequence survives",
-            '    priority: 50              # see signatures/README.md, "Which rule wins"',
-            '    description: ""           # what the line means',
-            '    why: ""                   # what it means to an operator, what to do',
-            "    patterns:",
-            f"      - {_quoted(self.pattern)}",
-            "    examples:",
-            "      positive:",
-        ]
-        for job, text in self.cluster.examples:
-            lines += [f"        - source: {_quoted('job:' + job)}", *_text_block(text)]
-        return "\n".join([*lines, "      negative: []", ""])
+        origin = f"  # {self.cluster.jobs} jobs of {self.cluster.users} users failed printing this (answered: {answered})\n"
+        examples = "".join(
+            f"        - source: {_quoted('job:' + job)}\n{_text_block(text)}" for job, text in self.cluster.examples
+        )
+        return origin + skeleton(PLACEHOLDER, self.slug, _quoted(self.pattern), examples)
 
 
 def propose(clusters: Iterable[UnseenCluster], ruleset: RuleSet, matcher: Matcher, top: int) -> list[Proposal]:
@@ -84,9 +76,9 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _text_block(text: str) -> list[str]:
+def _text_block(text: str) -> str:
     """An example's ``text:``: a literal block, or a double-quoted (JSON) scalar where a
     block cannot hold the line as it is."""
     if _PRINTABLE.fullmatch(text) and text == text.strip():
-        return ["          text: |", f"            {text}"]
-    return [f"          text: {json.dumps(text + chr(10))}"]
+        return f"          text: |\n            {text}\n"
+    return f"          text: {json.dumps(text + chr(10))}\n"
