@@ -105,11 +105,12 @@ class GoodRuns:
         if kept is None:
             return
         reference = db.one(
-            "SELECT attempt_id, status, progress_epoch, progress_step, templates FROM good_runs WHERE job_id = ?", attempt.job_id
+            "SELECT attempt_id, status, progress_epoch, progress_step FROM good_runs WHERE job_id = ?", attempt.job_id
         )
         passed = attempt.status == "passed"
         if not passed and (found.reason == NO_SIGNATURE or found.source == "model"):
-            known = set(db.json(reference[4])) if reference else set()
+            templates = db.one("SELECT templates FROM good_runs WHERE job_id = ?", attempt.job_id) if reference else None
+            known = set(db.json(templates[0])) if templates else set()
             row = {"attempt_id": attempt_id, "job_id": attempt.job_id, "user": attempt.user}
             for new in kept.candidates(known, UNSEEN_KEPT):
                 line = {"template": template(new.text), "line": new.line, "text": new.text, "count": new.count}
