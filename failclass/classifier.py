@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from failclass.contracts import Classification, Evidence, Origin, Rival, Source
 from failclass.limits import LIMITS
+from failclass.logs.diff import Templates
 from failclass.logs.facts import Progress, progress_of
 from failclass.logs.region import TailLines, segment
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
@@ -65,6 +66,7 @@ class Examination:
     progress: Progress | None
     checkpoint: tuple[str, datetime | None] | None = None  # (basis, last save) where the log was searched for saves
     origin: Origin | None = None  # where the failure started, where the logs were read as ranks (failclass.logs.attempt)
+    templates: Templates | None = None  # its lines' templates, where asked for (the store keeps a good run's)
 
 
 class Classifier:
@@ -105,29 +107,35 @@ class Classifier:
         """A log already opened for streaming (open_log, open_standard_input)."""
         return self._classify(BlockReader(stream), Tail())
 
-    def examine_path(self, path: Path) -> Examination:
-        """Classification plus the facts a retry policy needs (progress)."""
+    def examine_path(self, path: Path, templates: bool = False) -> Examination:
+        """Classification plus the facts a retry policy needs (progress), and with
+        ``templates`` its lines' templates, read in the same pass."""
         with open_log(path) as stream:
-            return self._examine(BlockReader(stream))
+            return self._examine(BlockReader(stream), templates)
 
-    def examine_bytes(self, data: bytes | str) -> Examination:
-        return self._examine(blocks_of_text(data))
+    def examine_bytes(self, data: bytes | str, templates: bool = False) -> Examination:
+        return self._examine(blocks_of_text(data), templates)
 
     def examine_stream(self, stream: Readable) -> Examination:
         """A log given as an open stream (an archive member), gzip or not."""
-        return self._examine(BlockReader(open_stream(stream)))
+        return self._examine(BlockReader(open_stream(stream)), templates=False)
 
-    def examine_paths(self, paths: Iterable[Path]) -> tuple[Path, Examination]:
+    def examine_paths(self, paths: Iterable[Path], templates: bool = False) -> tuple[Path, Examination]:
         """The logs of one attempt (stdout, stderr, one per rank) examined together: the
         log with the strongest answer speaks for the attempt (an explicit signature over
         the model over an implicit one over none, then confidence); progress is the
-        furthest any log reached."""
-        examined = [(path, self.examine_path(path)) for path in paths]
+        furthest any log reached; the templates, those of every log (the last lines: the
+        speaking log's)."""
+        examined = [(path, self.examine_path(path, templates)) for path in paths]
         if not examined:
             raise ValueError("no log to examine")
         best_path, best = max(examined, key=lambda pair: self.strength(pair[1].classification))
         progress = max((e.progress for _, e in examined if e.progress is not None), default=None)
-        return best_path, Examination(best.classification, progress)
+        together = best.templates
+        for _, other in examined:
+            if together is not None and other is not best and other.templates is not None:
+                together = together.merged(other.templates)
+        return best_path, Examination(best.classification, progress, templates=together)
 
     def strength(self, result: Classification) -> tuple[int, float]:
         """How strongly a classification speaks: explicit signature (a cause or a consequence),
@@ -138,13 +146,16 @@ class Classifier:
             rank = 2 if result.source == "model" else 0
         return rank, result.confidence
 
-    def _examine(self, reader: BlockReader) -> Examination:
-        tail = Tail()
-        result = self._classify(reader, tail)
-        return Examination(result, progress_of(text for _, text in tail.numbered_lines(result.lines)))
+    def _examine(self, reader: BlockReader, templates: bool) -> Examination:
+        tail, kept = Tail(), Templates() if templates else None
+        result = self._classify(reader, tail, kept)
+        end = tail.numbered_lines(result.lines)
+        if kept is not None:
+            kept.end = end
+        return Examination(result, progress_of(text for _, text in end), templates=kept)
 
-    def _classify(self, reader: BlockReader, tail: Tail) -> Classification:
-        scan = self.matcher.scan(tail.watch(reader))
+    def _classify(self, reader: BlockReader, tail: Tail, templates: Templates | None = None) -> Classification:
+        scan = self.matcher.scan(tail.watch(reader if templates is None else templates.watch(reader)))
         found = (*scan.hits, *self.structure.hits(tail, scan.lines))
         ranking = rank(found, self.rules, self.roles)
         if ranking.winner is not None and ranking.winner.role is Role.CAUSE:  # 1. the signatures

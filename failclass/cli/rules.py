@@ -104,6 +104,59 @@ def rules_test(ctx: click.Context) -> None:
         ctx.exit(EXIT_INPUT)
 
 
+@rules.command("propose")
+@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The store (default: the service's SQLite file).")
+@click.option(
+    "--min-jobs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Only lines printed by failures of at least this many jobs.",
+)
+@click.option(
+    "--top", type=click.IntRange(min=1), default=10, show_default=True, help="At most this many proposals, largest first."
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write them to this file (not into a rules folder).")
+@click.pass_context
+def rules_propose(ctx: click.Context, database_url: str | None, min_jobs: int, top: int, out: Path | None) -> None:
+    """Rule skeletons for the lines that failures no rule named (No signature, or the
+    model's answer) printed across jobs and their good runs never did: the template as a
+    safe pattern, the real lines as examples with their jobs. Printed, or written to
+    --out, for an operator to give a reason and a description and move into a rules file."""
+    from failclass.matching.propose import propose
+    from failclass.store.reach import default_database_url, masked, reaching
+    from failclass.store.repository import Store
+
+    url = database_url or default_database_url()
+    if out is not None and any(out.resolve().is_relative_to(folder.resolve()) for folder in _rule_folders(ctx)):
+        raise click.UsageError(f"{out} is in a rules folder: write the proposals elsewhere and move the ones you accept")
+    with reaching(url):
+        clusters = Store.open(url, migrate=False).unseen_clusters(min_jobs)
+    chosen = classifier(ctx)
+    proposals = propose(clusters, chosen.ruleset, chosen.matcher, top)
+    head = (
+        f"# failclass rules propose: {len(proposals)} from {masked(url)}, lines of {min_jobs} jobs or more that no rule names.\n"
+        "# Give each the reason it shows (docs/TAXONOMY.md) in place of REASON, and a description; move it to that\n"
+        "# reason's file in your rules folder (failclass rules new), then run `failclass rules test`.\n"
+    )
+    text = head + "".join(proposal.yaml() for proposal in proposals)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigProblem(f"{out}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"{len(proposals)} proposals written to {out}")
+
+
+def _rule_folders(ctx: click.Context) -> list[Path]:
+    """Where rules are loaded from: the built-in folder and the operator's."""
+    operator = operator_rule_dirs(options(ctx).rules_dirs)
+    default = default_rules_dir()
+    return [BUILTIN_DIR, *operator, *([default] if default is not None else [])]
+
+
 @rules.command("lint")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @click.pass_context

@@ -5,7 +5,8 @@ srun ``--label``'s ``3: ``...: failclass.logs.ranks). Then the rank whose failur
 the attempt speaks for it, and the examination names its origin (failclass.logs.origin), on
 a node placed by the attempt's facts where the logs do not say it. One log of one process
 is examined as before (streamed, never held whole), its own c10d records naming its rank
-or not. Progress is the furthest any log reached, as before."""
+or not. Progress is the furthest any log reached, as before. The lines' templates are
+collected in the same pass (the store keeps a good run's: failclass.store.goodruns)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def layout_of(attempt: Attempt) -> Layout:
 def examine_files(classifier: Classifier, paths: Sequence[Path], attempt: Attempt) -> tuple[Path, Examination]:
     """The attempt's log files examined together, and the file that speaks for the attempt:
     the origin's, where they were read as ranks; else the strongest answer's."""
-    log, examined = classifier.examine_paths(paths)
+    log, examined = classifier.examine_paths(paths, templates=True)
     layout = layout_of(attempt)
     if len(set(paths)) == 1 and not _two_ranks(_streams(log_end(log, END), layout)):
         return log, examined
@@ -44,7 +45,7 @@ def examine_files(classifier: Classifier, paths: Sequence[Path], attempt: Attemp
 def examine_text(classifier: Classifier, text: str, attempt: Attempt) -> Examination:
     """The attempt's one log body (a request's), read as ranks where its end holds two or
     more (a body no longer than the end is read as ranks once)."""
-    examined = classifier.examine_bytes(text)
+    examined = classifier.examine_bytes(text, templates=True)
     data = b"".join(blocks_of_text(text))
     layout = layout_of(attempt)
     streams = _streams(data[-END:], layout)

@@ -50,10 +50,14 @@ _NUMBER = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t]+")
 
 
+def mask(text: str) -> str:
+    """Addresses and numbers masked, runs of blanks folded, in a line or many."""
+    return _SPACES.sub(" ", _NUMBER.sub("0", _HEX.sub(" HEX ", text)))
+
+
 def normalise_line(line: str) -> str:
     """What the model reads of a line: addresses and numbers masked, runs of blanks folded."""
-    line = _HEX.sub(" HEX ", line[:LINE_CHARS])
-    return _SPACES.sub(" ", _NUMBER.sub("0", line)).strip()
+    return mask(line[:LINE_CHARS]).strip()
 
 
 def segment(line: str) -> str:

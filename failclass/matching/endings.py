@@ -131,7 +131,7 @@ def _examples(raw: Any, path: Path, where: str, taxonomy: Taxonomy) -> tuple[Exa
         at = f"{where}[{index}]"
         example = _checked(item, EXAMPLE_KEYS, {"text", "source"}, path, at)
         if not SOURCE.fullmatch(example["source"].strip()):
-            raise _problem(path, f"{at}.source", "must be a URL or scenario:<name>")
+            raise _problem(path, f"{at}.source", "must be a URL, scenario:<name> or job:<id>")
         classify_as = example.get("classify_as")
         if classify_as is not None and classify_as not in taxonomy:
             raise _problem(path, f"{at}.classify_as", f"unknown reason {classify_as!r}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+)")  # a public page, or corpora/scenarios/<name>.sh|.py
+# a public page, corpora/scenarios/<name>.sh|.py, or a job in the operator's store (`failclass rules propose`)
+SOURCE = re.compile(r"(?:https?://\S+|scenario:[a-z0-9_]+|job:\S+)")
 
 
 @dataclass(frozen=True)

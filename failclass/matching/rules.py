@@ -110,7 +110,7 @@ def _examples(raw: Any, path: str, rule_id: str, field: str, taxonomy: Taxonomy)
         text = _text(item.get("text"), path, rule_id, f"{where}.text")
         source = item.get("source")
         if source is not None and not (isinstance(source, str) and SOURCE.fullmatch(source.strip())):
-            raise RuleError(path, rule_id, f"{where}.source", "must be a URL or scenario:<name>")
+            raise RuleError(path, rule_id, f"{where}.source", "must be a URL, scenario:<name> or job:<id>")
         classify_as = item.get("classify_as")
         if classify_as is not None and classify_as not in taxonomy:
             raise RuleError(path, rule_id, f"{where}.classify_as", f"unknown reason {classify_as!r}")

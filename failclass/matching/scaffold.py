@@ -17,14 +17,26 @@ SKELETON = """  - id: {reason}.{slug}
     description: ""           # what the line means
     why: ""                   # what it means to an operator, what to do
     patterns:
-      - ''                    # a distinctive phrase of the real message
+      - {pattern}
     examples:
       positive:
-        - source: ""          # URL of the public thread, or scenario:<name>
+{positives}      negative: []
+"""
+NO_EXAMPLE = """        - source: ""          # URL of the public thread, scenario:<name>, or job:<id>
           text: |
             # paste the real log lines here
-      negative: []
 """
+
+
+def skeleton(
+    reason: str,
+    slug: str,
+    pattern: str = "''                    # a distinctive phrase of the real message",
+    positives: str = NO_EXAMPLE,
+) -> str:
+    """A rule file's entry for the operator to complete: ``pattern`` as YAML, ``positives``
+    the lines of its positive examples."""
+    return SKELETON.format(reason=reason, slug=slug, pattern=pattern, positives=positives)
 
 
 def new_rule(folder: Path, taxonomy: Taxonomy, reason: str, slug: str) -> Path:
@@ -39,5 +51,5 @@ def new_rule(folder: Path, taxonomy: Taxonomy, reason: str, slug: str) -> Path:
     if f"id: {reason}.{slug}\n" in existing:
         raise ValueError(f"{path} already has a rule {reason}.{slug}")
     separator = "" if existing.endswith("\n") else "\n"
-    path.write_text(existing + separator + SKELETON.format(reason=reason, slug=slug), encoding="utf-8")
+    path.write_text(existing + separator + skeleton(reason, slug), encoding="utf-8")
     return path

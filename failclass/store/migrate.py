@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads where a migration is checked or run, not f
     from sqlalchemy import Connection, Engine
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-HEAD = "0007"  # the newest revision in migrations/versions (tests/store checks it against Alembic's)
+HEAD = "0008"  # the newest revision in migrations/versions (tests/store checks it against Alembic's)
 VERSION_TABLE = "alembic_version"  # where Alembic keeps a database's revision
 LOCK_KEY = "failclass: schema migrations"  # one advisory lock per database
 

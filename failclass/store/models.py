@@ -217,3 +217,43 @@ class WatchStepRow(Base):
     since: Mapped[datetime] = mapped_column()
     taken_at: Mapped[datetime] = mapped_column()
     body: Mapped[dict[str, Any]] = mapped_column()  # the step contract object, with what was done
+
+
+class GoodRunRow(Base):
+    """A job's last good run (failclass.store.goodruns): the line templates of its last
+    attempt that passed or progressed further, with how many lines each covered; not the
+    log itself. One row per job, replaced."""
+
+    __tablename__ = "good_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[str] = mapped_column(String(200), unique=True)
+    user: Mapped[str] = mapped_column(String(200))
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
+    attempt_no: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+    progress_epoch: Mapped[int | None] = mapped_column(Integer)
+    progress_step: Mapped[int | None] = mapped_column(Integer)
+    lines: Mapped[int] = mapped_column(Integer)  # of its logs
+    dropped: Mapped[int] = mapped_column(Integer)  # lines of templates past the cap
+    templates: Mapped[dict[str, Any]] = mapped_column()  # template -> lines it covered
+    kept_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class UnseenLineRow(Base):
+    """A line of a failure that no rule named (No signature, or the model's answer) whose
+    template its job's good run never printed (or, without one, a line of its failure
+    region): what `failclass rules propose` clusters across jobs and users."""
+
+    __tablename__ = "unseen_lines"
+    __table_args__ = (Index("ix_unseen_lines_attempt", "attempt_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
+    job_id: Mapped[str] = mapped_column(String(200))
+    user: Mapped[str] = mapped_column(String(200))
+    template: Mapped[str] = mapped_column(Text)
+    line: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    count: Mapped[int] = mapped_column(Integer)
+    against: Mapped[int | None] = mapped_column(Integer)  # the good run's attempt id; NULL: none to compare with

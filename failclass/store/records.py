@@ -32,6 +32,7 @@ from failclass.contracts import Classification, Decision, from_json, to_json
 from failclass.errors import IdempotencyConflict
 from failclass.history import Blacklisted, Failure, History, HistoryNeeds, PriorAttempt
 from failclass.logs.facts import Progress
+from failclass.store.goodruns import GoodRuns
 from failclass.store.outbox import Outbox
 from failclass.store.statements import Transaction, placeholders
 from failclass.store.steps import WatchSteps
@@ -61,8 +62,9 @@ class Recorded:
     duplicate: bool
 
 
-class Records(Outbox, WatchSteps, ABC):
-    """Reporting attempts and judging submissions (and the notices they give: Outbox). A subclass says how to get a
+class Records(Outbox, WatchSteps, GoodRuns, ABC):
+    """Reporting attempts and judging submissions (and the notices they give: Outbox; the
+    job's good run and its failures' unseen lines: GoodRuns). A subclass says how to get a
     connection of ``driver`` (the DB-API module), whether it is PostgreSQL, and may turn
     the driver's errors into its own."""
 
@@ -127,6 +129,7 @@ class Records(Outbox, WatchSteps, ABC):
                     if earlier is not None:
                         return self._recorded(db, earlier, duplicate=True)
                     attempt_id = self._insert_attempt(db, attempt, examined, request, now)
+                    self._keep_lines(db, attempt_id, attempt, examined, now)
                     decision = None
                     if decide is not None:
                         decision = decide(self._history(db, attempt_id, attempt, lock_paths, needs))

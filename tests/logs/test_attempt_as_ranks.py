@@ -78,8 +78,8 @@ def test_a_request_body_of_interleaved_ranks_names_the_origin(classifier: Classi
 def test_one_process_log_is_examined_as_before(classifier: Classifier, log: str) -> None:
     path = ROOT / log
     attempt = Attempt("j", 1, "u", nodes=("gpu-01", "gpu-02"), tasks_per_node=8)
-    assert examine_files(classifier, [path], attempt) == (path, classifier.examine_path(path))
-    assert examine_text(classifier, path.read_text(), attempt) == classifier.examine_bytes(path.read_text())
+    assert examine_files(classifier, [path], attempt) == (path, classifier.examine_path(path, templates=True))
+    assert examine_text(classifier, path.read_text(), attempt) == classifier.examine_bytes(path.read_text(), templates=True)
 
 
 def test_the_schedulers_record_of_a_node_outweighs_the_origin_the_logs_name(classifier: Classifier) -> None:
