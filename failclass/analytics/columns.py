@@ -109,22 +109,24 @@ class Attempts:
         """A column without nulls as numpy."""
         return self.column(name).to_numpy()
 
-    @cached_property
-    def start(self) -> tuple[np.ndarray, np.ndarray]:
-        """Start times in microseconds, and where known."""
-        return micros(self.column("start_time"))
+    def micros(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A time column at these rows: microseconds, and where known."""
+        return micros(self.column(name).take(pa.array(rows, pa.int64())))
 
-    @cached_property
-    def end(self) -> tuple[np.ndarray, np.ndarray]:
-        return micros(self.column("end_time"))
+    def taken(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """A column without nulls at these rows, as numpy."""
+        return self.column(name).take(pa.array(rows, pa.int64())).to_numpy()
 
     @cached_property
     def rtf_minutes(self) -> np.ndarray:
         """Runtime (to failure) in minutes: end - start, at least 0; NaN without both."""
-        minutes = (self.end[0] - self.start[0]).astype(float)
+        (start, has_start), (end, has_end) = micros(self.column("start_time")), micros(self.column("end_time"))
+        np.subtract(end, start, out=end)
+        minutes = end.astype(float)
+        del end, start
         np.maximum(np.divide(minutes, MICROS, out=minutes), 0.0, out=minutes)
         np.divide(minutes, 60, out=minutes)
-        minutes[~(self.start[1] & self.end[1])] = np.nan
+        minutes[~(has_start & has_end)] = np.nan
         return minutes
 
     @cached_property
@@ -132,15 +134,20 @@ class Attempts:
         return coded(self.column("job_id"))
 
     @cached_property
-    def by_job(self) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-        """The rows in order of job id, then attempt number (as they come where those tie);
-        each of them's job as its rank in that order; the job ids in that order."""
-        ranked = pc.sort_indices(self.jobs.values).to_numpy().astype(np.int64)
-        rank = np.empty_like(ranked)
-        rank[ranked] = np.arange(len(ranked))
+    def by_job(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows in order of job id, then attempt number (as they come where those tie),
+        and each one's job as its rank in that order."""
+        ranked = pc.sort_indices(self.jobs.values).to_numpy()
+        rank = np.empty(len(ranked), dtype=np.int32)
+        rank[ranked] = np.arange(len(ranked), dtype=np.int32)
         job = rank[self.jobs.codes]
-        rows = np.lexsort((self.array("attempt"), job)).astype(np.int32)
-        return rows, job[rows].astype(np.int32), self.jobs.values.take(pa.array(ranked))
+        del rank, ranked
+        rows = np.lexsort((self.column("attempt").cast(pa.int32()).to_numpy(), job)).astype(np.int32)
+        return rows, job[rows]
+
+    def job_ids(self) -> pa.Array:
+        """The job ids in the job order (by_job)."""
+        return self.jobs.values.take(pc.sort_indices(self.jobs.values))
 
     @cached_property
     def users(self) -> Coded:
@@ -162,11 +169,11 @@ class Attempts:
         rows = np.flatnonzero(self.failure(taxonomy))
         taken = pa.array(rows, pa.int64())
         return Failed(
-            reason=coded(self.reasons().take(taken)),
+            reason=coded(pc.fill_null(self.column("reason").take(taken), NO_SIGNATURE)),
             job=self.jobs.codes[rows],
             user=coded(self.column("user").take(taken)),
             rtf_minutes=self.rtf_minutes[rows],
-            gpus=self.array("gpus")[rows],
+            gpus=self.taken("gpus", rows),
             rows=rows,
         )
 

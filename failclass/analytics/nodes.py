@@ -46,10 +46,10 @@ class Ran:
 
 def ran_on_nodes(attempts: Attempts, failed: Failed) -> list[Ran]:
     """The failed attempts that name a node (their own, or where their failure started)."""
-    table = attempts.table.take(pa.array(failed.rows, pa.int64()))
+    table = attempts.table.select(["nodes", "origin_node", "origin_gpu"]).take(pa.array(failed.rows, pa.int64()))
     named = pc.or_(pc.is_valid(table.column("origin_node")), pc.greater(pc.list_value_length(table.column("nodes")), 0))
     keep = np.flatnonzero(named.to_numpy(zero_copy_only=False))
-    rows = table.select(["nodes", "origin_node", "origin_gpu"]).take(pa.array(keep, pa.int64())).to_pylist()
+    rows = table.take(pa.array(keep, pa.int64())).to_pylist()
     hours = np.nan_to_num(failed.rtf_minutes[keep]) * failed.demand()[keep] / 60
     reasons = [failed.reason.names[code] for code in failed.reason.codes[keep]]
     return [

@@ -59,13 +59,13 @@ def _plain(value: Any) -> Any:
 
 def _table6(attempts: Attempts) -> list[Table6Row]:
     """Each job's final status (its last attempt's) and GPU-hours (runtime x GPUs of all)."""
-    rows, job, jobs = attempts.by_job
-    gpu_hours = sums(job, (attempts.array("gpus") * np.nan_to_num(attempts.rtf_minutes) / 60)[rows], len(jobs))
+    rows, job = attempts.by_job
+    gpu_hours = np.nan_to_num(attempts.rtf_minutes[rows], copy=False)
+    np.divide(np.multiply(attempts.taken("gpus", rows), gpu_hours, out=gpu_hours), 60, out=gpu_hours)
     last = rows[np.flatnonzero(np.r_[job[1:] != job[:-1], True])] if len(rows) else rows
-    final = pc.fill_null(
-        pc.index_in(attempts.column("status").take(pa.array(last, pa.int64())), value_set=FINAL_CODES), len(FINAL_STATUS)
-    )
-    return table6_of(FINAL_INDEX[final.to_numpy(zero_copy_only=False)], gpu_hours)
+    final = pc.fill_null(pc.index_in(attempts.column("status"), value_set=FINAL_CODES), len(FINAL_STATUS))
+    status = FINAL_INDEX[final.to_numpy()[last]] if len(rows) else np.zeros(0, dtype=np.int64)
+    return table6_of(status, sums(job, gpu_hours, len(last)))
 
 
 def build_report(
