@@ -53,19 +53,31 @@ def timed(label: str, results: dict[str, float], step):  # type: ignore[no-untyp
     return value
 
 
+# Run from a fresh small process: a child forked from this one (grown by the simulation)
+# would count this one's pages in its peak RSS.
+LAUNCH = """
+import os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen([sys.executable, "-m", "failclass.cli", "report", sys.argv[1]], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
 def report_run(manifest: Path, checkout: Path = ROOT) -> tuple[float, float]:
-    """`failclass report MANIFEST` of a checkout in a subprocess: (wall seconds, peak RSS MB)."""
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "failclass.cli", "report", str(manifest)],
-        stdout=subprocess.DEVNULL,
+    """`failclass report MANIFEST` of a checkout, end to end: (wall seconds, peak RSS MB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, str(manifest)],
+        cwd=checkout,
         env={**os.environ, "PYTHONPATH": str(checkout)},
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise SystemExit(f"failclass report {manifest} ({checkout}) exited {child.returncode}")
-    return round(time.perf_counter() - started, 2), round(usage.ru_maxrss / 1024)
+    wall, peak_kb, status = done.stdout.split()
+    if int(status):
+        raise SystemExit(f"failclass report {manifest} ({checkout}) exited {status}")
+    return round(float(wall), 2), round(int(peak_kb) / 1024)
 
 
 def million(work: Path, before: Path | None) -> dict[str, object]:

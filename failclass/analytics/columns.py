@@ -130,24 +130,34 @@ class Attempts:
         return minutes
 
     @cached_property
-    def jobs(self) -> Coded:
-        return coded(self.column("job_id"))
-
-    @cached_property
     def by_job(self) -> tuple[np.ndarray, np.ndarray]:
         """The rows in order of job id, then attempt number (as they come where those tie),
         and each one's job as its rank in that order."""
-        ranked = pc.sort_indices(self.jobs.values).to_numpy()
-        rank = np.empty(len(ranked), dtype=np.int32)
-        rank[ranked] = np.arange(len(ranked), dtype=np.int32)
-        job = rank[self.jobs.codes]
-        del rank, ranked
-        rows = np.lexsort((self.column("attempt").cast(pa.int32()).to_numpy(), job)).astype(np.int32)
-        return rows, job[rows]
+        keys = [("job_id", "ascending"), ("attempt", "ascending")]
+        order = pc.sort_indices(self.table.select(["job_id", "attempt"]), sort_keys=keys)
+        ids = self.column("job_id").take(order)
+        started = pc.not_equal(ids.slice(1), ids.slice(0, max(len(ids) - 1, 0))).to_numpy(zero_copy_only=False)
+        del ids
+        job = np.zeros(len(order), dtype=np.int32)
+        np.cumsum(started, out=job[1:])
+        return order.to_numpy().astype(np.int32), job
+
+    @cached_property
+    def job_codes(self) -> np.ndarray:
+        """Each row's job as its rank in the job order."""
+        rows, job = self.by_job
+        codes = np.empty(len(rows), dtype=np.int32)
+        codes[rows] = job
+        return codes
+
+    def job_count(self) -> int:
+        return int(self.by_job[1][-1]) + 1 if len(self) else 0
 
     def job_ids(self) -> pa.Array:
-        """The job ids in the job order (by_job)."""
-        return self.jobs.values.take(pc.sort_indices(self.jobs.values))
+        """The job ids in the job order."""
+        rows, job = self.by_job
+        firsts = rows[np.r_[True, job[1:] != job[:-1]]] if len(rows) else rows
+        return self.column("job_id").take(pa.array(firsts, pa.int64())).combine_chunks()
 
     @cached_property
     def users(self) -> Coded:
@@ -170,7 +180,7 @@ class Attempts:
         taken = pa.array(rows, pa.int64())
         return Failed(
             reason=coded(pc.fill_null(self.column("reason").take(taken), NO_SIGNATURE)),
-            job=self.jobs.codes[rows],
+            job=self.job_codes[rows],
             user=coded(self.column("user").take(taken)),
             rtf_minutes=self.rtf_minutes[rows],
             gpus=self.taken("gpus", rows),

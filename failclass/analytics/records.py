@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -147,9 +147,15 @@ def table_of(values: Iterable[Mapping[str, Any]]) -> pa.Table:
 
 
 def _nonempty(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Text with "" as null."""
+    """Text with "" as null (the same array where it has no "")."""
     text = column.cast(TEXT)
-    return pc.if_else(pc.equal(text, ""), pa.scalar(None, TEXT), text)
+    empty = pc.equal(text, "")
+    return pc.if_else(empty, pa.scalar(None, TEXT), text) if pc.any(empty).as_py() else text
+
+
+def _filled(column: pa.ChunkedArray, value: Any) -> pa.ChunkedArray:
+    """Nulls as ``value`` (the same array where it has none)."""
+    return pc.fill_null(column, value) if column.null_count else column
 
 
 def _times(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -188,13 +194,13 @@ def _names(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return pa.chunked_array([pa.array([_list(value) for value in column.to_pylist()], NAMES)])
 
 
-def _text_columns(column: Any, size: int) -> dict[str, pa.ChunkedArray]:
+def _text_columns(column: Callable[[str], pa.ChunkedArray], size: int) -> dict[str, pa.ChunkedArray]:
     """The text columns, "" as null; a row of batch results without user or status is
     an unknown user's failed attempt."""
     text = {name: _nonempty(column(name)) for name in TEXTS}
-    if size:
-        marked = [pc.is_valid(column(mark)) for mark in BATCH_MARKS]
-        batch = pc.or_(pc.or_(marked[0], marked[1]), marked[2])
+    marked = [pc.is_valid(column(mark)) for mark in BATCH_MARKS]
+    batch = pc.or_(pc.or_(marked[0], marked[1]), marked[2])
+    if size and pc.any(batch).as_py():
         text["user"] = pc.if_else(pc.and_(batch, text["user"].is_null()), UNKNOWN_USER, text["user"])
         text["status"] = pc.if_else(pc.and_(batch, text["status"].is_null()), "failed", text["status"])
     if any(text[name].null_count for name in REQUIRED):
@@ -212,16 +218,17 @@ def columns_of(block: pa.Table) -> pa.Table:
 
     try:
         text = _text_columns(column, size)
-        attempt = column("attempt").cast(pa.int64())
+        attempt = _filled(column("attempt").cast(pa.int64()), 1)
         logs = _names(column("logs"))
+        unlisted = pc.equal(pc.list_value_length(logs), 0)
         values = {
             **text,
-            "vc": pc.fill_null(text["vc"], "default"),
-            "attempt": pc.if_else(pc.fill_null(pc.equal(attempt, 0), True), 1, attempt),
-            "gpus": pc.fill_null(column("gpus").cast(pa.int64()), 0),
+            "vc": _filled(text["vc"], "default"),
+            "attempt": pc.if_else(pc.equal(attempt, 0), 1, attempt) if pc.any(pc.equal(attempt, 0)).as_py() else attempt,
+            "gpus": _filled(column("gpus").cast(pa.int64()), 0),
             "exit_code": column("exit_code").cast(pa.int64()),
             "confidence": column("confidence").cast(pa.float64()),
-            "logs": pc.if_else(pc.equal(pc.list_value_length(logs), 0), _names(column("log")), logs),
+            "logs": pc.if_else(unlisted, _names(column("log")), logs) if pc.any(unlisted).as_py() else logs,
             **{name: _names(column(name)) for name in ("nodes", "inputs")},
             **{name: _times(column(name)) for name in TIMES},
         }
@@ -274,10 +281,27 @@ def _parquet(path: Path) -> Any:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
+def _with_values(file: Any) -> list[str]:
+    """The Parquet file's columns that hold a value, by its statistics: one without (a null,
+    or an empty list, in every row) is not read."""
+    empty: dict[str, bool] = {}
+    meta = file.metadata
+    for group in range(meta.num_row_groups):
+        chunks = meta.row_group(group)
+        for index in range(chunks.num_columns):
+            chunk = chunks.column(index)
+            stats = chunk.statistics
+            none = stats is not None and stats.has_null_count and stats.null_count == chunks.num_rows
+            name = chunk.path_in_schema.split(".")[0]
+            empty[name] = empty.get(name, True) and none
+    return [name for name in file.schema_arrow.names if not empty.get(name, False)]
+
+
 def _blocks(path: Path) -> Iterator[pa.Table]:
     """A JSON Lines or Parquet manifest in blocks, as Arrow reads them."""
     if path.suffix == ".parquet":
-        for batch in _parquet(path).iter_batches(batch_size=ROWS):
+        file = _parquet(path)
+        for batch in file.iter_batches(batch_size=ROWS, columns=_with_values(file)):
             yield pa.Table.from_batches([batch])
         return
     from pyarrow import json as pa_json
@@ -305,6 +329,7 @@ def read_attempts(paths: Iterable[Path]) -> pa.Table:
             tables.append(read_manifest(path))
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc}") from None
+    pa.default_memory_pool().release_unused()  # the blocks' pages, freed, go back: the report's arrays come next
     return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
 
 

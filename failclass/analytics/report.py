@@ -88,7 +88,7 @@ def build_report(
     return Report(
         attempts=len(attempts),
         failed_attempts=len(failed),
-        jobs=len(attempts.jobs.values),
+        jobs=attempts.job_count(),
         users=len(attempts.users.values),
         gpu_hours_lost=round(float(np.cumsum(lost)[-1]) / 60, 2) if len(lost) else 0.0,
         table7=table7(failed, taxonomy),
