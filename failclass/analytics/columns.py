@@ -105,17 +105,13 @@ class Attempts:
     def column(self, name: str) -> pa.ChunkedArray:
         return self.table.column(name)
 
-    def array(self, name: str) -> np.ndarray:
-        """A column without nulls as numpy."""
-        return self.column(name).to_numpy()
-
     def micros(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A time column at these rows: microseconds, and where known."""
         return micros(self.column(name).take(pa.array(rows, pa.int64())))
 
-    def taken(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """A column without nulls at these rows, as numpy."""
-        return self.column(name).take(pa.array(rows, pa.int64())).to_numpy()
+    @cached_property
+    def gpus(self) -> np.ndarray:
+        return self.column("gpus").cast(pa.int32()).to_numpy()
 
     @cached_property
     def rtf_minutes(self) -> np.ndarray:
@@ -183,7 +179,7 @@ class Attempts:
             job=self.job_codes[rows],
             user=coded(self.column("user").take(taken)),
             rtf_minutes=self.rtf_minutes[rows],
-            gpus=self.taken("gpus", rows),
+            gpus=self.gpus[rows],
             rows=rows,
         )
 

@@ -137,7 +137,7 @@ def job_slice(attempts: Attempts, span: tuple[int, int], lost: Losses, idle: np.
     local = job - job[0]
     groups = int(local[-1]) + 1
     first = np.r_[True, local[1:] != local[:-1]]
-    demand = np.maximum(attempts.taken("gpus", rows), 1)
+    demand = np.maximum(attempts.gpus[rows], 1)
     (start, has_start), (end, has_end) = attempts.micros("start_time", rows), attempts.micros("end_time", rows)
     runs = sums(local, np.nan_to_num(attempts.rtf_minutes[rows]) / 60 * demand, groups)
     queue, restart = (sums(local, values, groups) for values in _waits(attempts, rows, (start, end), first, demand))

@@ -108,7 +108,7 @@ def attempts_table(attempts: Attempts, taxonomy: Taxonomy) -> pa.Table:
     categories = pa.array([";".join(taxonomy[r].categories) for r in known], pa.string())
     where = pc.index_in(reason, value_set=pa.array(known, pa.string()))
     rtf = pa.array(attempts.rtf_minutes, from_pandas=True)
-    gpu_hours = np.nan_to_num(attempts.rtf_minutes) * attempts.array("gpus") / 60
+    gpu_hours = np.nan_to_num(attempts.rtf_minutes) * attempts.gpus / 60
     columns = {
         **{name: attempts.column(name) for name in ("job_id", "attempt", "user", "vc", "status", "submit_time")},
         "failure": pa.array(failure),

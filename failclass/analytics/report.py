@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the waste half loads where a waste report is read
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
 FINAL_CODES = pa.array(list(FINAL_STATUS))  # a job's last attempt's status, any other one unsuccessful
-FINAL_INDEX = np.array([ORDER.index(final) for final in FINAL_STATUS.values()] + [ORDER.index("unsuccessful")])
+FINAL_INDEX = np.array([ORDER.index(final) for final in FINAL_STATUS.values()] + [ORDER.index("unsuccessful")], dtype=np.int8)
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,10 @@ def _table6(attempts: Attempts) -> list[Table6Row]:
     """Each job's final status (its last attempt's) and GPU-hours (runtime x GPUs of all)."""
     rows, job = attempts.by_job
     gpu_hours = np.nan_to_num(attempts.rtf_minutes[rows], copy=False)
-    np.divide(np.multiply(attempts.taken("gpus", rows), gpu_hours, out=gpu_hours), 60, out=gpu_hours)
-    last = rows[np.flatnonzero(np.r_[job[1:] != job[:-1], True])] if len(rows) else rows
-    final = pc.fill_null(pc.index_in(attempts.column("status"), value_set=FINAL_CODES), len(FINAL_STATUS))
-    status = FINAL_INDEX[final.to_numpy()[last]] if len(rows) else np.zeros(0, dtype=np.int64)
+    np.divide(np.multiply(attempts.gpus[rows], gpu_hours, out=gpu_hours), 60, out=gpu_hours)
+    last = rows[np.r_[job[1:] != job[:-1], True]] if len(rows) else rows
+    final = pc.index_in(attempts.column("status").take(pa.array(last, pa.int64())), value_set=FINAL_CODES)
+    status = FINAL_INDEX[pc.fill_null(final, len(FINAL_STATUS)).to_numpy()]
     return table6_of(status, sums(job, gpu_hours, len(last)))
 
 
