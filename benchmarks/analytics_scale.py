@@ -1,26 +1,37 @@
 """Analytics at scale.
 
-1. Table 7 (with Table 6 and repeats) over about a million attempts: a simulated trace
-   at 10x Philly's failures (no logs), written as JSON Lines, read back and reported;
-   seconds per step and peak RSS.
+1. `failclass report` over about a million attempts: a simulated trace at 10x Philly's
+   failures (no logs) as JSON Lines, and the same attempts as Parquet; each reported end to
+   end in a subprocess (the Markdown report), its wall time and peak RSS (wait4); the JSON
+   Lines again with allocators that return freed blocks at once (RETURNING). With
+   ``--before DIR`` (a checkout of an earlier commit) the same command of that checkout
+   too, on the JSON Lines, for the comparison.
 2. The round trip at full Philly scale: simulate (96,260-job trace, a log per attempt),
    classify every failed attempt's log, report, and compare Table 7 with the
    simulator's truth, reason by reason, with the classification error beside it.
 
-    python benchmarks/analytics_scale.py [--skip-roundtrip] [--work DIR]
+    python benchmarks/analytics_scale.py [--skip-roundtrip] [--work DIR] [--before DIR]
+        [--readme WHAT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from failclass.analytics.records import read_records
+from pyarrow import parquet
+from readme import readme_options, write_table
+
+from failclass.analytics.columns import Attempts
+from failclass.analytics.records import read_attempts
 from failclass.analytics.report import build_report
 from failclass.analytics.simulate import simulate
 from failclass.classifier import Classifier
@@ -28,6 +39,7 @@ from failclass.matching.taxonomy import builtin_taxonomy
 from failclass.model.artifact import BUILTIN_MODEL, load
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 
 
 def peak_mb() -> float:
@@ -42,20 +54,67 @@ def timed(label: str, results: dict[str, float], step):  # type: ignore[no-untyp
     return value
 
 
-def million(work: Path) -> dict[str, float]:
-    results: dict[str, float] = {}
-    print("Table 7 over a million attempts:")
+# Run from a fresh small process: a child forked from this one (grown by the simulation)
+# would count this one's pages in its peak RSS.
+LAUNCH = """
+import os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen([sys.executable, "-m", "failclass.cli", "report", sys.argv[1]], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
+# Allocators that give freed blocks back at once: Arrow's on glibc, whose blocks above
+# 256 KB (numpy's arrays too) are mapped apart. Where the rest of the peak RSS goes.
+RETURNING = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_MMAP_THRESHOLD_": "262144"}
+
+
+def report_run(manifest: Path, checkout: Path = ROOT, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """`failclass report MANIFEST` of a checkout, end to end: (wall seconds, peak RSS MB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, str(manifest)],
+        cwd=checkout,
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(checkout)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall, peak_kb, status = done.stdout.split()
+    if int(status):
+        raise SystemExit(f"failclass report {manifest} ({checkout}) exited {status}")
+    return round(float(wall), 2), round(int(peak_kb) / 1024)
+
+
+def million(work: Path, before: Path | None) -> dict[str, object]:
+    results: dict[str, object] = {}
+    print("`failclass report` over a million attempts:")
     drawn = timed(
         "simulate (10x Philly failures, no logs)", results, lambda: simulate(10.3, 1, work / "million", write_logs=False)
     )
     results["attempts"] = len(drawn.attempts)
+    results["failed_attempts"] = sum(a["reason"] is not None for a in drawn.attempts)
     del drawn
-    records = timed("read the JSON Lines manifest", results, lambda: read_records([work / "million" / "attempts.jsonl"]))
-    report = timed("Table 7, Table 6 and repeats", results, lambda: build_report(records, builtin_taxonomy()))
-    results["failed_attempts"] = report.failed_attempts
-    results["peak_rss_mb"] = round(peak_mb())
-    print(f"  {len(records):,} attempts, {report.failed_attempts:,} failed")
+    jsonl, parquet_file = work / "million" / "attempts.jsonl", work / "million" / "attempts.parquet"
+    parquet.write_table(read_attempts([jsonl]), parquet_file)
+    size = {path: f"({path.stat().st_size / 1e6:,.0f} MB)" for path in (jsonl, parquet_file)}
+    runs = [(f"JSON Lines {size[jsonl]}", jsonl, ROOT, None), (f"Parquet {size[parquet_file]}", parquet_file, ROOT, None)]
+    runs.append((f"JSON Lines, `{' '.join(f'{k}={v}' for k, v in RETURNING.items())}`", jsonl, ROOT, RETURNING))
+    runs += [(f"JSON Lines, {before.name} (before)", jsonl, before, None)] if before else []
+    measured = []
+    for label, path, checkout, env in runs:
+        wall, peak = report_run(path, checkout, env)
+        measured.append({"manifest": label, "wall_s": wall, "peak_rss_mb": peak})
+        print(f"  {label:48} {wall:8.2f} s   peak RSS {peak:7.0f} MB", flush=True)
+    results["report"] = measured
     return results
+
+
+def million_table(results: dict[str, object]) -> list[str]:
+    rows = ["| manifest | `failclass report` wall time | peak RSS |", "|---|---:|---:|"]
+    for run in results["report"]:  # type: ignore[attr-defined]
+        rows.append(f"| {run['manifest']} | {run['wall_s']:.1f} s | {run['peak_rss_mb']:,} MB |")
+    return rows
 
 
 def round_trip(work: Path) -> dict[str, object]:
@@ -82,8 +141,8 @@ def round_trip(work: Path) -> dict[str, object]:
     classified, right, total = timed("classify the failed attempts' logs", results, classify_failed)
     manifest = out / "classified.jsonl"
     manifest.write_text("".join(json.dumps(row) + "\n" for row in classified))
-    expected = {r.reason_id: r for r in build_report(read_records([out / "attempts.jsonl"]), taxonomy).table7}
-    got = {r.reason_id: r for r in build_report(read_records([manifest]), taxonomy).table7}
+    expected = {r.reason_id: r for r in build_report(Attempts(read_attempts([out / "attempts.jsonl"])), taxonomy).table7}
+    got = {r.reason_id: r for r in build_report(Attempts(read_attempts([manifest])), taxonomy).table7}
     log_bytes = sum(Path(str(r["log"])).stat().st_size for r in rows if r["status"] != "passed")
     print(f"  {total:,} failed attempts ({log_bytes / 1e6:,.0f} MB of logs), classification accuracy {right / total:.4f}")
     print(f"  {'reason':22}{'trials':>8}{'reported':>10}{'p50 RTF':>10}{'reported':>10}{'GPU-min %':>11}{'reported':>10}")
@@ -109,10 +168,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-roundtrip", action="store_true")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one, removed after)")
+    parser.add_argument("--before", type=Path, help="a checkout of an earlier commit, whose `failclass report` is run too")
+    readme_options(parser, "million_attempts")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="failclass-analytics-"))
     work.mkdir(parents=True, exist_ok=True)
-    results: dict[str, object] = {"million": million(work)}
+    results: dict[str, object] = {"million": million(work, args.before)}
+    counted = results["million"]
+    detail = f"{counted['attempts']:,} attempts, {counted['failed_attempts']:,} failed"  # type: ignore[index]
+    write_table(args, "benchmarks/analytics_scale.py --skip-roundtrip", million_table(counted), detail)  # type: ignore[arg-type]
     if not args.skip_roundtrip:
         results["round_trip"] = round_trip(work)
     (HERE / "results").mkdir(exist_ok=True)

@@ -10,8 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pyarrow.compute as pc
+
+from failclass.analytics.columns import Attempts
 from failclass.analytics.comparison import Comparison, compare
-from failclass.analytics.records import AttemptRecord, read_records, store_records
+from failclass.analytics.records import read_attempts, store_attempts
 from failclass.analytics.report import Report, build_report
 from failclass.analytics.selection import Selection
 from failclass.errors import InputError
@@ -25,18 +28,18 @@ if TYPE_CHECKING:
 class RecordSource(Protocol):
     label: str
 
-    def records(self, selection: Selection) -> list[AttemptRecord]: ...
+    def attempts(self, selection: Selection) -> Attempts: ...
 
 
 class FileSource:
-    """Manifests or `failclass batch` results (CSV, JSON Lines, Parquet), read once and
-    filtered in memory."""
+    """Manifests or `failclass batch` results (CSV, JSON Lines, Parquet), read once as
+    columns and filtered in memory."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self.label = ", ".join(str(p) for p in paths)
-        self._all = read_records(paths)
+        self._all = Attempts(read_attempts(paths))
 
-    def records(self, selection: Selection) -> list[AttemptRecord]:
+    def attempts(self, selection: Selection) -> Attempts:
         return selection.apply(self._all)
 
 
@@ -47,7 +50,7 @@ class StoreSource:
         self.store = store
         self.label = label
 
-    def records(self, selection: Selection) -> list[AttemptRecord]:
+    def attempts(self, selection: Selection) -> Attempts:
         rows = self.store.attempt_rows(
             since=selection.since,
             until=selection.until,
@@ -56,7 +59,7 @@ class StoreSource:
             reasons=selection.reasons,
             statuses=selection.statuses,
         )
-        return store_records(rows)
+        return Attempts(store_attempts(rows))
 
 
 def database_label(url: str) -> str:
@@ -83,7 +86,7 @@ class Scope:
 @dataclass(frozen=True)
 class Analysis:
     report: Report
-    records: list[AttemptRecord]
+    attempts: Attempts
     scope: Scope
     comparison: Comparison | None
     categories: dict[str, str]  # the taxonomy's category marks and their names (IF: Infrastructure)
@@ -101,8 +104,8 @@ class Analysis:
         return {**self.report.to_dict(), "scope": scope, "comparison": comparison}
 
 
-def check_reasons(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> None:
-    unknown = sorted({r.reason for r in records if r.reason} - set(taxonomy.reasons))
+def check_reasons(attempts: Attempts, taxonomy: Taxonomy) -> None:
+    unknown = sorted(set(pc.unique(attempts.column("reason").drop_null()).to_pylist()) - set(taxonomy.reasons))
     if unknown:
         raise InputError(f"reasons unknown to the taxonomy: {unknown}")
 
@@ -116,25 +119,21 @@ def analyse(
     idle: Mapping[str, float] | None = None,
     read_logs: bool = True,
     rightsizing: Mapping[str, UserRightsizing] | None = None,
+    per_job: bool = False,
 ) -> Analysis:
     """The selection's report (``idle``: job -> idle GPU-hours, `failclass waste`'s measure;
     ``read_logs``: whether the attempts' logs are read for their checkpoints;
-    ``rightsizing``: user -> `failclass waste`'s right-sizing advice)."""
+    ``rightsizing``: user -> `failclass waste`'s right-sizing advice; ``per_job``: the
+    goodput per job too, for the export)."""
     selection.check_reasons(taxonomy)
-    records = source.records(selection)
-    check_reasons(records, taxonomy)
-    report = build_report(records, taxonomy, idle, read_logs, rightsizing)
+    attempts = source.attempts(selection)
+    check_reasons(attempts, taxonomy)
+    report = build_report(attempts, taxonomy, idle, read_logs, rightsizing, per_job)
     comparison = None
     if against is not None:
-        earlier = source.records(against)
+        earlier = source.attempts(against)
         check_reasons(earlier, taxonomy)
         comparison = compare(report, build_report(earlier, taxonomy, read_logs=False), against.describe())
-    times = [t for t in (r.time for r in records) if t is not None]
-    scope = Scope(
-        source=source.label,
-        selection=selection.describe(),
-        first=min(times) if times else None,
-        last=max(times) if times else None,
-        generated=now or datetime.now(UTC),
-    )
-    return Analysis(report, records, scope, comparison, dict(taxonomy.categories))
+    first, last = attempts.span()
+    scope = Scope(source.label, selection.describe(), first, last, generated=now or datetime.now(UTC))
+    return Analysis(report, attempts, scope, comparison, dict(taxonomy.categories))

@@ -3,13 +3,12 @@ them and their captions (no sentence is written before the data is seen)."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import defaultdict
 
 import numpy as np
 
-from failclass.analytics.records import AttemptRecord
-from failclass.analytics.report import Report, is_failure, reason_of
+from failclass.analytics.columns import Failed, most_common
+from failclass.analytics.report import Report
 from failclass.matching.taxonomy import Taxonomy
 
 TOP_USERS = 15
@@ -25,18 +24,18 @@ def category_hours(report: Report, taxonomy: Taxonomy) -> dict[str, float]:
     return {name: round(value, 2) for name, value in sorted(hours.items(), key=lambda item: -item[1])}
 
 
-def rtf_by_category(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> dict[str, list[float]]:
+def rtf_by_category(failed: Failed, taxonomy: Taxonomy) -> dict[str, list[float]]:
     """Runtimes to failure (minutes) of failed attempts per category name."""
     runs: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        if is_failure(record, taxonomy) and record.rtf_minutes is not None:
-            for mark in taxonomy[reason_of(record)].categories:
-                runs[taxonomy.categories.get(mark, mark)].append(record.rtf_minutes)
-    return dict(runs)
+    for code, reason in enumerate(failed.reason.names):
+        mine = failed.rtf_minutes[failed.reason.codes == code]
+        for mark in taxonomy[reason].categories:
+            runs[taxonomy.categories.get(mark, mark)].extend(mine[~np.isnan(mine)].tolist())
+    return {name: values for name, values in runs.items() if values}
 
 
-def failures_per_user(records: Sequence[AttemptRecord], taxonomy: Taxonomy, top: int = TOP_USERS) -> list[tuple[str, int]]:
-    return Counter(r.user for r in records if is_failure(r, taxonomy)).most_common(top)
+def failures_per_user(failed: Failed, top: int = TOP_USERS) -> list[tuple[str, int]]:
+    return most_common(failed.user.codes, failed.user.names, top)
 
 
 def duration(minutes: float) -> str:
@@ -47,8 +46,8 @@ def duration(minutes: float) -> str:
     return f"{minutes / 60:.1f} h"
 
 
-def rtf_caption(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> str:
-    runs = rtf_by_category(records, taxonomy)
+def rtf_caption(failed: Failed, taxonomy: Taxonomy) -> str:
+    runs = rtf_by_category(failed, taxonomy)
     if not runs:
         return "No failed attempt has a start and end time: runtime to failure cannot be drawn."
     medians = sorted(((float(np.median(values)), name, len(values)) for name, values in runs.items()))
@@ -79,9 +78,9 @@ def gpu_caption(report: Report, taxonomy: Taxonomy) -> str:
     return text
 
 
-def repeats_caption(records: Sequence[AttemptRecord], taxonomy: Taxonomy, top: int = TOP_USERS) -> str:
-    leaders = failures_per_user(records, taxonomy, top)
-    total = sum(1 for r in records if is_failure(r, taxonomy))
+def repeats_caption(failed: Failed, top: int = TOP_USERS) -> str:
+    leaders = failures_per_user(failed, top)
+    total = len(failed)
     if not leaders:
         return "No failed attempt: nobody failed again."
     held = sum(n for _, n in leaders)

@@ -17,16 +17,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyarrow import csv as pa_csv
 from pyarrow import parquet
 
 from failclass.analytics.analysis import Analysis
+from failclass.analytics.columns import Attempts
 from failclass.analytics.comparison import ReasonChange, TotalChange
-from failclass.analytics.goodput import JobGoodput, UserGoodput
+from failclass.analytics.goodput import UserGoodput
 from failclass.analytics.nodes import NodeFailures
-from failclass.analytics.records import AttemptRecord
-from failclass.analytics.report import is_failure, reason_of
 from failclass.analytics.status import Table6Row
 from failclass.analytics.table7 import Table7Row
 from failclass.errors import InputError
@@ -98,38 +99,42 @@ def _schema(cls: type) -> pa.Schema:
     return pa.schema(columns)
 
 
-def attempt_export(record: AttemptRecord, taxonomy: Taxonomy) -> AttemptExport:
-    failure = is_failure(record, taxonomy)
-    reason = taxonomy[reason_of(record)] if record.reason or failure else None
-    return AttemptExport(
-        job_id=record.job_id,
-        attempt=record.attempt,
-        user=record.user,
-        vc=record.vc,
-        status=record.status,
-        failure=failure,
-        submit_time=record.submit_time,
-        start_time=record.start_time,
-        end_time=record.end_time,
-        rtf_minutes=round(record.rtf_minutes, 4) if record.rtf_minutes is not None else None,
-        gpus=record.gpus,
-        gpu_hours=round(record.gpus * (record.rtf_minutes or 0.0) / 60, 4),
-        nodes=record.nodes,
-        exit_code=record.exit_code,
-        inputs=record.inputs,
-        logs=record.logs,
-        reason=reason.id if reason else None,
-        reason_name=reason.name if reason else None,
-        categories=";".join(reason.categories) if reason else None,
-        classified_by=record.source,
-        rule_id=record.rule_id,
-        confidence=record.confidence,
-        action=record.action,
-        policy_clause=record.clause,
-    )
+def attempts_table(attempts: Attempts, taxonomy: Taxonomy) -> pa.Table:
+    """Each attempt as AttemptExport: its facts, whether Table 7 counts it, its reason's name."""
+    failure = attempts.failure(taxonomy)
+    reason = pc.if_else(pa.array(failure), attempts.reasons(), attempts.column("reason"))
+    known = [r for r in pc.unique(reason.drop_null()).to_pylist()]
+    names = pa.array([taxonomy[r].name for r in known], pa.string())
+    categories = pa.array([";".join(taxonomy[r].categories) for r in known], pa.string())
+    where = pc.index_in(reason, value_set=pa.array(known, pa.string()))
+    rtf = pa.array(attempts.rtf_minutes, from_pandas=True)
+    gpu_hours = np.nan_to_num(attempts.rtf_minutes) * attempts.gpus / 60
+    columns = {
+        **{name: attempts.column(name) for name in ("job_id", "attempt", "user", "vc", "status", "submit_time")},
+        "failure": pa.array(failure),
+        **{name: attempts.column(name) for name in ("start_time", "end_time")},
+        "rtf_minutes": pc.round(rtf, 4),
+        "gpus": attempts.column("gpus"),
+        "gpu_hours": pc.round(pa.array(gpu_hours), 4),
+        **{name: attempts.column(name) for name in ("nodes", "exit_code", "inputs", "logs")},
+        "reason": reason,
+        "reason_name": names.take(where),
+        "categories": categories.take(where),
+        "classified_by": attempts.column("source"),
+        **{name: attempts.column(name) for name in ("rule_id", "confidence", "action")},
+        "policy_clause": attempts.column("clause"),
+    }
+    schema = _schema(AttemptExport)
+    return pa.table([columns[name] for name in schema.names], schema=schema)
 
 
-def _tables(analysis: Analysis, taxonomy: Taxonomy) -> dict[str, tuple[type, Sequence[Any]]]:
+def _jobs_table(jobs: pa.Table) -> pa.Table:
+    """The per-job goodput with each job's GPU-hours lost by reason as a JSON object."""
+    by_reason = [json.dumps(dict(pairs)) for pairs in jobs.column("lost_by_reason").to_pylist()]
+    return jobs.set_column(jobs.schema.get_field_index("lost_by_reason"), "lost_by_reason", pa.array(by_reason, pa.string()))
+
+
+def _tables(analysis: Analysis) -> dict[str, tuple[type, Sequence[Any]]]:
     report = analysis.report
     names = report.reason_names()
     repeats = [
@@ -149,9 +154,7 @@ def _tables(analysis: Analysis, taxonomy: Taxonomy) -> dict[str, tuple[type, Seq
         "table7": (Table7Row, report.table7),
         "table6": (Table6Row, report.table6),
         "repeats": (RepeatExport, repeats),
-        "attempts": (AttemptExport, [attempt_export(r, taxonomy) for r in analysis.records]),
         "goodput_users": (UserGoodput, report.goodput),
-        "goodput_jobs": (JobGoodput, report.job_goodput),
         "nodes": (NodeFailures, report.nodes),
         "gpus": (NodeFailures, report.gpus),
     }
@@ -184,10 +187,17 @@ def export(analysis: Analysis, taxonomy: Taxonomy, folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{folder}: cannot create the export folder: {exc}") from None
+    tables = {
+        name: pa.Table.from_pylist(
+            [{f.name: _value(getattr(row, f.name)) for f in fields(cls)} for row in rows], schema=_schema(cls)
+        )
+        for name, (cls, rows) in _tables(analysis).items()
+    }
+    tables["attempts"] = attempts_table(analysis.attempts, taxonomy)
+    if analysis.report.job_goodput is not None:  # built where the analysis was asked for it (per_job)
+        tables["goodput_jobs"] = _jobs_table(analysis.report.job_goodput)
     written = []
-    for name, (cls, rows) in _tables(analysis, taxonomy).items():
-        schema = _schema(cls)
-        table = pa.Table.from_pylist([{f.name: _value(getattr(row, f.name)) for f in fields(cls)} for row in rows], schema=schema)
+    for name, table in tables.items():
         try:
             parquet.write_table(table, folder / f"{name}.parquet")
             pa_csv.write_csv(_csv_ready(table), folder / f"{name}.csv")

@@ -41,20 +41,19 @@ Table 7 counts them; times from the attempt's facts):
 - ETTR: productive / wall, in GPU-hours; with one GPU count throughout, Meta's time ratio.
 
 A job counts where every attempt has a start and an end; per user, the sums over those
-jobs (ETTR weighted by GPU time) and the failed attempts of all of them."""
+jobs (ETTR weighted by GPU time) and the failed attempts of all of them. They are computed
+over the attempts' columns in failclass.analytics.ettr."""
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
-from failclass.analytics.records import AttemptRecord
 from failclass.errors import InputError
 
 if TYPE_CHECKING:  # the waste half loads where a log is read
@@ -120,37 +119,6 @@ def _last(timelines: Iterable[Timeline], start: datetime, end: datetime) -> tupl
 
 
 @dataclass(frozen=True)
-class AttemptLoss:
-    """One failed attempt's GPU time lost: whole (Philly) and since its last checkpoint."""
-
-    job_id: str
-    attempt: int
-    user: str
-    reason: str
-    whole_gpu_h: float
-    since_checkpoint_gpu_h: float
-    basis: Basis
-    checkpoint_at: datetime | None
-
-
-@dataclass(frozen=True)
-class JobGoodput:
-    job_id: str
-    user: str
-    attempts: int
-    failed_attempts: int
-    wall_gpu_h: float
-    productive_gpu_h: float
-    failures_whole_gpu_h: float
-    failures_since_checkpoint_gpu_h: float
-    idle_gpu_h: float
-    restart_gpu_h: float
-    queue_gpu_h: float
-    ettr: float | None
-    lost_by_reason: dict[str, float] = field(default_factory=dict)  # since checkpoint, GPU-hours
-
-
-@dataclass(frozen=True)
 class UserGoodput:
     """A user's jobs summed: GPU-hours lost to failures (since checkpoint and whole), to
     idle, to restarts and queueing, and ETTR (None where no job has all its times)."""
@@ -169,133 +137,6 @@ class UserGoodput:
     lost_by_reason: dict[str, float]
     counted_from_checkpoint: int  # failed attempts whose log showed a dated checkpoint save
     without_log: int  # failed attempts counted whole: no log at hand, or saves without a time
-
-
-def attempt_loss(record: AttemptRecord, reason: str, read_logs: bool = True) -> AttemptLoss | None:
-    """A failed attempt's loss; None without a start and an end. Not ``read_logs``: as if
-    no log were at hand."""
-    if record.start_time is None or record.end_time is None:
-        return None
-    demand = max(record.gpus, 1)
-    whole = (record.rtf_minutes or 0.0) / 60 * demand
-    if record.checkpoint_basis is not None:  # found when the attempt was reported with its log
-        basis, saved = cast(Basis, record.checkpoint_basis), record.last_checkpoint_at
-    else:
-        basis, saved = last_save(record.logs if read_logs else (), record.start_time, record.end_time)
-    since = whole if saved is None else (record.end_time - saved).total_seconds() / HOUR * demand
-    return AttemptLoss(record.job_id, record.attempt, record.user, reason, whole, since, basis, saved)
-
-
-def _waits(attempts: Sequence[AttemptRecord]) -> tuple[float, float]:
-    """(queue, restart) GPU-hours of a job's attempts, in order."""
-    queue = restart = 0.0
-    previous_end: datetime | None = None
-    for record in attempts:
-        assert record.start_time is not None and record.end_time is not None
-        demand = max(record.gpus, 1)
-        submitted = record.submit_time
-        if previous_end is not None:
-            resubmitted = min(max(submitted or record.start_time, previous_end), record.start_time)
-            restart += max((resubmitted - previous_end).total_seconds(), 0.0) / HOUR * demand
-            submitted = resubmitted
-        if submitted is not None:
-            queue += max((record.start_time - submitted).total_seconds(), 0.0) / HOUR * demand
-        previous_end = record.end_time
-    return queue, restart
-
-
-def job_goodput(
-    attempts: Sequence[AttemptRecord], losses: Mapping[int, AttemptLoss], idle_gpu_h: float | None
-) -> JobGoodput | None:
-    """A job's figures from its attempts (in order) and its failed attempts' losses (by
-    attempt number); None unless every attempt has a start and an end."""
-    if any(a.start_time is None or a.end_time is None for a in attempts):
-        return None
-    runs = sum((a.rtf_minutes or 0.0) / 60 * max(a.gpus, 1) for a in attempts)
-    queue, restart = _waits(attempts)
-    since = sum(loss.since_checkpoint_gpu_h for loss in losses.values())
-    idle = min(idle_gpu_h or 0.0, max(runs - since, 0.0))
-    productive = max(runs - since - idle, 0.0)
-    wall = runs + queue + restart
-    by_reason: dict[str, float] = defaultdict(float)
-    for loss in losses.values():
-        by_reason[loss.reason] += loss.since_checkpoint_gpu_h
-    return JobGoodput(
-        job_id=attempts[0].job_id,
-        user=attempts[0].user,
-        attempts=len(attempts),
-        failed_attempts=len(losses),
-        wall_gpu_h=wall,
-        productive_gpu_h=productive,
-        failures_whole_gpu_h=sum(loss.whole_gpu_h for loss in losses.values()),
-        failures_since_checkpoint_gpu_h=since,
-        idle_gpu_h=idle,
-        restart_gpu_h=restart,
-        queue_gpu_h=queue,
-        ettr=productive / wall if wall else None,
-        lost_by_reason=dict(by_reason),
-    )
-
-
-def goodput(
-    records: Sequence[AttemptRecord],
-    failures: Mapping[tuple[str, int], str],
-    idle: Mapping[str, float] | None = None,
-    read_logs: bool = True,
-) -> tuple[list[JobGoodput], list[UserGoodput]]:
-    """Per job and per user; ``failures`` maps (job, attempt) of each failed attempt to its
-    reason, ``idle`` a job to its idle GPU-hours (``failclass waste``'s measure);
-    ``read_logs`` False: the attempts' logs are not opened (the service's report: the paths
-    are its clients' words), and every failed attempt counts whole."""
-    by_job: dict[str, list[AttemptRecord]] = defaultdict(list)
-    for record in records:
-        by_job[record.job_id].append(record)
-    jobs: list[JobGoodput] = []
-    losses: list[AttemptLoss] = []
-    for job_id, attempts in sorted(by_job.items()):
-        attempts.sort(key=lambda r: r.attempt)
-        lost = {
-            a.attempt: loss
-            for a in attempts
-            if (a.job_id, a.attempt) in failures
-            and (loss := attempt_loss(a, failures[a.job_id, a.attempt], read_logs)) is not None
-        }
-        losses += lost.values()
-        job = job_goodput(attempts, lost, (idle or {}).get(job_id))
-        if job is not None:
-            jobs.append(job)
-    return jobs, _per_user(jobs, losses)
-
-
-def _per_user(jobs: Sequence[JobGoodput], losses: Sequence[AttemptLoss]) -> list[UserGoodput]:
-    users = sorted({j.user for j in jobs} | {loss.user for loss in losses})
-    rows = []
-    for user in users:
-        mine = [j for j in jobs if j.user == user]
-        lost = [loss for loss in losses if loss.user == user]
-        by_reason: dict[str, float] = defaultdict(float)
-        for loss in lost:
-            by_reason[loss.reason] += loss.since_checkpoint_gpu_h
-        productive, wall = sum(j.productive_gpu_h for j in mine), sum(j.wall_gpu_h for j in mine)
-        rows.append(
-            UserGoodput(
-                user=user,
-                jobs=len(mine),
-                failed_attempts=len(lost),
-                failures_since_checkpoint_gpu_h=round(sum(loss.since_checkpoint_gpu_h for loss in lost), 3),
-                failures_whole_gpu_h=round(sum(loss.whole_gpu_h for loss in lost), 3),
-                idle_gpu_h=round(sum(j.idle_gpu_h for j in mine), 3),
-                restart_gpu_h=round(sum(j.restart_gpu_h for j in mine), 3),
-                queue_gpu_h=round(sum(j.queue_gpu_h for j in mine), 3),
-                productive_gpu_h=round(productive, 3),
-                wall_gpu_h=round(wall, 3),
-                ettr=round(productive / wall, 4) if wall else None,
-                lost_by_reason={reason: round(hours, 3) for reason, hours in sorted(by_reason.items(), key=lambda kv: -kv[1])},
-                counted_from_checkpoint=sum(loss.basis == "checkpoint" for loss in lost),
-                without_log=sum(loss.basis in ("no log", "undated") for loss in lost),
-            )
-        )
-    return sorted(rows, key=lambda row: (-row.failures_since_checkpoint_gpu_h - row.idle_gpu_h, row.user))
 
 
 def idle_of_waste_report(path: Path) -> dict[str, float]:

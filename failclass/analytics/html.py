@@ -29,11 +29,11 @@ class Figure:
 
 def _figures(analysis: Analysis, taxonomy: Taxonomy) -> list[Figure]:
     """The plots of a selection with failed attempts."""
-    report, records = analysis.report, analysis.records
+    report, failed = analysis.report, analysis.attempts.failed(taxonomy)
     drawn = [
-        Figure("rtf", rtf_cdf(records, report, taxonomy), rtf_caption(records, taxonomy)),
+        Figure("rtf", rtf_cdf(failed, report), rtf_caption(failed, taxonomy)),
         Figure("gpu-time", gpu_time(report, taxonomy), gpu_caption(report, taxonomy)),
-        Figure("repeats-per-user", repeats_per_user(records, taxonomy), repeats_caption(records, taxonomy)),
+        Figure("repeats-per-user", repeats_per_user(failed, taxonomy), repeats_caption(failed)),
     ]
     return drawn  # a figure with nothing to draw shows its caption alone
 

@@ -12,7 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from failclass.analytics.records import AttemptRecord
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from failclass.analytics.columns import Attempts, Failed
 
 LEMON_MIN = 3
 LEMON_FACTOR = 3.0
@@ -29,26 +33,48 @@ class NodeFailures:
     gpu: int | None = None  # one GPU of the node; None: the node as a whole
 
 
-def node_failures(failed: Sequence[AttemptRecord], reason_of: dict[tuple[str, int], str]) -> list[NodeFailures]:
+@dataclass(frozen=True)
+class Ran:
+    """A failed attempt that ran on named nodes: where, where it started, its GPU time and reason."""
+
+    nodes: list[str]
+    origin_node: str | None
+    origin_gpu: int | None
+    gpu_h: float  # runtime to failure x GPUs (at least 1)
+    reason: str
+
+
+def ran_on_nodes(attempts: Attempts, failed: Failed) -> list[Ran]:
+    """The failed attempts that name a node (their own, or where their failure started)."""
+    table = attempts.table.select(["nodes", "origin_node", "origin_gpu"]).take(pa.array(failed.rows, pa.int64()))
+    named = pc.or_(pc.is_valid(table.column("origin_node")), pc.greater(pc.list_value_length(table.column("nodes")), 0))
+    keep = np.flatnonzero(named.to_numpy(zero_copy_only=False))
+    rows = table.take(pa.array(keep, pa.int64())).to_pylist()
+    hours = np.nan_to_num(failed.rtf_minutes[keep]) * failed.demand()[keep] / 60
+    reasons = [failed.reason.names[code] for code in failed.reason.codes[keep]]
+    return [
+        Ran(r["nodes"], r["origin_node"], r["origin_gpu"], float(h), why) for r, h, why in zip(rows, hours, reasons, strict=True)
+    ]
+
+
+def node_failures(failed: Sequence[Ran]) -> list[NodeFailures]:
     """The nodes where a failure started, most first."""
-    return _started(failed, reason_of, lambda r: (r.origin_node, None) if r.origin_node is not None else None)
+    return _started(failed, lambda r: (r.origin_node, None) if r.origin_node is not None else None)
 
 
-def gpu_failures(failed: Sequence[AttemptRecord], reason_of: dict[tuple[str, int], str]) -> list[NodeFailures]:
+def gpu_failures(failed: Sequence[Ran]) -> list[NodeFailures]:
     """The GPUs where a failure started (where the origin's GPU is known), most first."""
-    return _started(failed, reason_of, _on_gpu)
+    return _started(failed, _on_gpu)
 
 
 Place = tuple[str, int | None]  # a node, and one GPU of it (None: the whole node)
 
 
-def _on_gpu(record: AttemptRecord) -> Place | None:
+def _on_gpu(record: Ran) -> Place | None:
     return (record.origin_node, record.origin_gpu) if record.origin_node is not None and record.origin_gpu is not None else None
 
 
-def _started(
-    failed: Sequence[AttemptRecord], reason_of: dict[tuple[str, int], str], place: Callable[[AttemptRecord], Place | None]
-) -> list[NodeFailures]:
+def _started(failed: Sequence[Ran], place: Callable[[Ran], Place | None]) -> list[NodeFailures]:
     """Failures started per place (a node, or a node and GPU), against the bar the nodes set."""
     started: Counter[Place] = Counter()
     per_node: Counter[str] = Counter()
@@ -63,8 +89,8 @@ def _started(
         if (where := place(record)) is None:
             continue
         started[where] += 1
-        hours[where] = hours.get(where, 0.0) + max(record.gpus, 1) * (record.rtf_minutes or 0.0) / 60
-        reasons.setdefault(where, Counter())[reason_of[(record.job_id, record.attempt)]] += 1
+        hours[where] = hours.get(where, 0.0) + record.gpu_h
+        reasons.setdefault(where, Counter())[record.reason] += 1
     typical = median([per_node.get(node, 0) for node in ran]) if ran else 0
     return [
         NodeFailures(

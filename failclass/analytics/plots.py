@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from collections.abc import Sequence
 
 import matplotlib
 
@@ -20,8 +19,8 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from failclass.analytics.captions import category_hours, failures_per_user
-from failclass.analytics.records import AttemptRecord
-from failclass.analytics.report import Report, is_failure, reason_of
+from failclass.analytics.columns import Failed, most_common
+from failclass.analytics.report import Report
 from failclass.matching.taxonomy import Taxonomy
 
 TOP_REASONS = 8
@@ -44,12 +43,11 @@ def _hours(value: float) -> str:
     return f"{value:,.2f}" if value < 10 else f"{value:,.1f}"
 
 
-def rtf_cdf(records: Sequence[AttemptRecord], report: Report, taxonomy: Taxonomy) -> str:
+def rtf_cdf(failed: Failed, report: Report) -> str:
     """ "" when no failed attempt has a runtime to failure."""
-    runs: dict[str, list[float]] = {}
-    for record in records:
-        if is_failure(record, taxonomy) and record.rtf_minutes:
-            runs.setdefault(reason_of(record), []).append(record.rtf_minutes)
+    timed = np.nan_to_num(failed.rtf_minutes) > 0
+    runs = {reason: failed.rtf_minutes[timed & (failed.reason.codes == code)] for code, reason in enumerate(failed.reason.names)}
+    runs = {reason: values for reason, values in runs.items() if values.size}
     drawn = [(row, np.sort(runs[row.reason_id])) for row in report.table7[:TOP_REASONS] if row.reason_id in runs]
     if not drawn:
         return ""
@@ -86,17 +84,17 @@ def gpu_time(report: Report, taxonomy: Taxonomy) -> str:
     return _svg(figure)
 
 
-def repeats_per_user(records: Sequence[AttemptRecord], taxonomy: Taxonomy) -> str:
+def repeats_per_user(failed: Failed, taxonomy: Taxonomy) -> str:
     names = taxonomy.names()
-    leaders = [user for user, _ in failures_per_user(records, taxonomy)]
+    leaders = [user for user, _ in failures_per_user(failed)]
     if not leaders:
         return ""
-    failed = [r for r in records if is_failure(r, taxonomy) and r.user in leaders]
-    stacked = [reason for reason, _ in Counter(reason_of(r) for r in failed).most_common(STACKED_REASONS)]
+    theirs = np.isin(failed.user.codes, [failed.user.names.index(user) for user in leaders])
+    stacked = [reason for reason, _ in most_common(failed.reason.codes[theirs], failed.reason.names, STACKED_REASONS)]
     counts: dict[str, Counter[str]] = {}
-    for record in failed:
-        reason = reason_of(record)
-        counts.setdefault(reason if reason in stacked else OTHER, Counter())[record.user] += 1
+    for code, user in zip(failed.reason.codes[theirs], failed.user.codes[theirs], strict=True):
+        reason = failed.reason.names[code]
+        counts.setdefault(reason if reason in stacked else OTHER, Counter())[failed.user.names[user]] += 1
     figure, axes = plt.subplots(figsize=(9, 4))
     bottom = np.zeros(len(leaders))
     for reason in [*stacked, OTHER]:

@@ -3,11 +3,9 @@ factors) and the users who hold most of a reason's trials."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from failclass.analytics.table7 import FailedAttempt
+from failclass.analytics.columns import Failed, counts, distinct, most_common
 
 
 @dataclass(frozen=True)
@@ -20,22 +18,22 @@ class ReasonRepetition:
     top_users_share: float
 
 
-def repetition(attempts: Iterable[FailedAttempt], top: int = 3) -> list[ReasonRepetition]:
-    by_reason: dict[str, list[FailedAttempt]] = defaultdict(list)
-    for attempt in attempts:
-        by_reason[attempt.reason].append(attempt)
+def repetition(failed: Failed, top: int = 3) -> list[ReasonRepetition]:
+    groups = len(failed.reason.names)
+    trials = counts(failed.reason.codes, groups)
+    jobs = distinct(failed.reason.codes, failed.job, groups)
+    users = distinct(failed.reason.codes, failed.user.codes, groups)
     rows = []
-    for reason, trials in by_reason.items():
-        users = Counter(a.user for a in trials)
-        leaders = users.most_common(top)
+    for code, reason in enumerate(failed.reason.names):
+        leaders = most_common(failed.user.codes[failed.reason.codes == code], failed.user.names, top)
         rows.append(
             ReasonRepetition(
                 reason_id=reason,
-                trials=len(trials),
-                trials_per_job=round(len(trials) / len({a.job_id for a in trials}), 2),
-                trials_per_user=round(len(trials) / len(users), 2),
+                trials=int(trials[code]),
+                trials_per_job=round(int(trials[code]) / int(jobs[code]), 2),
+                trials_per_user=round(int(trials[code]) / int(users[code]), 2),
                 top_users=leaders,
-                top_users_share=round(sum(n for _, n in leaders) / len(trials), 4),
+                top_users_share=round(sum(n for _, n in leaders) / int(trials[code]), 4),
             )
         )
     return sorted(rows, key=lambda row: (-row.trials, row.reason_id))

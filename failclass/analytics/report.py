@@ -4,22 +4,29 @@ them shows (GPU time in GPU-hours throughout, reasons by their names)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from failclass.analytics.goodput import JobGoodput, UserGoodput, goodput
-from failclass.analytics.nodes import LEMON_FACTOR, LEMON_MIN, NodeFailures, gpu_failures, node_failures
-from failclass.analytics.records import AttemptRecord
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from failclass.analytics.columns import Attempts, sums
+from failclass.analytics.ettr import goodput
+from failclass.analytics.goodput import UserGoodput
+from failclass.analytics.nodes import LEMON_FACTOR, LEMON_MIN, NodeFailures, gpu_failures, node_failures, ran_on_nodes
 from failclass.analytics.repetition import ReasonRepetition, repetition
-from failclass.analytics.status import Table6Row, table6_of
+from failclass.analytics.status import ORDER, Table6Row, table6_of
 from failclass.analytics.table7 import Table7Row, table7
-from failclass.matching.taxonomy import NO_SIGNATURE, Taxonomy
+from failclass.matching.taxonomy import Taxonomy
 
 if TYPE_CHECKING:  # the waste half loads where a waste report is read
     from failclass.waste.rightsize import UserRightsizing
 
 FINAL_STATUS = {"passed": "passed", "killed": "killed", "failed": "unsuccessful", "unsuccessful": "unsuccessful"}
+FINAL_CODES = pa.array(list(FINAL_STATUS))  # a job's last attempt's status, any other one unsuccessful
+FINAL_INDEX = np.array([ORDER.index(final) for final in FINAL_STATUS.values()] + [ORDER.index("unsuccessful")], dtype=np.int8)
 
 
 @dataclass(frozen=True)
@@ -33,64 +40,65 @@ class Report:
     table6: list[Table6Row]
     repetition: list[ReasonRepetition]
     goodput: list[UserGoodput]  # per user: GPU time lost since checkpoint and whole, idle, ETTR
-    job_goodput: list[JobGoodput]  # the same per job: in the export, not in the JSON answer
+    job_goodput: pa.Table | None  # the same per job (ettr.JOB_COLUMNS), for the export only: not in the JSON answer
     nodes: list[NodeFailures]  # where failures started, most first (lemon nodes marked)
     rightsizing: list[UserRightsizing]  # per user of the selection: what `failclass waste` advised (--waste)
     gpus: list[NodeFailures]  # the same per GPU of a node, where the origin's GPU is known
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: value for name, value in asdict(self).items() if name != "job_goodput"}
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "job_goodput"}
 
     def reason_names(self) -> dict[str, str]:
         return {row.reason_id: row.reason_name for row in self.table7}
 
 
-def is_failure(record: AttemptRecord, taxonomy: Taxonomy) -> bool:
-    """What Table 7 counts: attempts that failed, and killed ones that were preempted; a
-    job killed by its user is no failure (it counts in Table 6)."""
-    return record.status in ("failed", "unsuccessful") or (record.status == "killed" and record.reason in taxonomy.preemptions)
+def _plain(value: Any) -> Any:
+    """A field as JSON holds it: dataclasses as dicts."""
+    return [asdict(item) for item in value] if isinstance(value, list) else value
 
 
-def reason_of(record: AttemptRecord) -> str:
-    return record.reason or NO_SIGNATURE
+def _table6(attempts: Attempts) -> list[Table6Row]:
+    """Each job's final status (its last attempt's) and GPU-hours (runtime x GPUs of all)."""
+    rows, job = attempts.by_job
+    gpu_hours = np.nan_to_num(attempts.rtf_minutes[rows], copy=False)
+    np.divide(np.multiply(attempts.gpus[rows], gpu_hours, out=gpu_hours), 60, out=gpu_hours)
+    last = rows[np.r_[job[1:] != job[:-1], True]] if len(rows) else rows
+    final = pc.index_in(attempts.column("status").take(pa.array(last, pa.int64())), value_set=FINAL_CODES)
+    status = FINAL_INDEX[pc.fill_null(final, len(FINAL_STATUS)).to_numpy()]
+    return table6_of(status, sums(job, gpu_hours, len(last)))
 
 
 def build_report(
-    records: Sequence[AttemptRecord],
+    attempts: Attempts,
     taxonomy: Taxonomy,
     idle: Mapping[str, float] | None = None,
     read_logs: bool = True,
     rightsizing: Mapping[str, UserRightsizing] | None = None,
+    per_job: bool = False,
 ) -> Report:
     """The tables; ``idle``: job -> idle GPU-hours as `failclass waste` measured them;
     ``read_logs``: whether the attempts' logs are read for their checkpoints;
-    ``rightsizing``: user -> `failclass waste`'s right-sizing advice summed."""
-    failed = [r for r in records if is_failure(r, taxonomy)]
-    attempts = [r.failed() for r in failed]
-    last: dict[str, AttemptRecord] = {}
-    gpu_hours: dict[str, float] = {}
-    for record in sorted(records, key=lambda r: (r.job_id, r.attempt)):
-        last[record.job_id] = record
-        gpu_hours[record.job_id] = gpu_hours.get(record.job_id, 0.0) + record.gpus * (record.rtf_minutes or 0.0) / 60
-    jobs = [(FINAL_STATUS.get(r.status, "unsuccessful"), gpu_hours[job]) for job, r in last.items()]
-    rows = table7(attempts, taxonomy)
-    reasons = {(r.job_id, r.attempt): reason_of(r) for r in failed}
-    per_job, per_user = goodput(records, reasons, idle, read_logs)
+    ``rightsizing``: user -> `failclass waste`'s right-sizing advice summed;
+    ``per_job``: the goodput per job too (the export's)."""
+    failed = attempts.failed(taxonomy)
+    jobs, per_user = goodput(attempts, failed, idle, read_logs, per_job)
+    named = ran_on_nodes(attempts, failed)
     sized = rightsizing or {}
+    lost = np.nan_to_num(failed.rtf_minutes) * failed.demand()
     return Report(
-        attempts=len(records),
+        attempts=len(attempts),
         failed_attempts=len(failed),
-        jobs=len(last),
-        users=len({r.user for r in records}),
-        gpu_hours_lost=round(sum((a.rtf_minutes or 0.0) * max(a.gpus, 1) for a in attempts) / 60, 2),
-        table7=rows,
-        table6=table6_of(jobs),
-        repetition=repetition(attempts),
+        jobs=attempts.job_count(),
+        users=len(attempts.users.values),
+        gpu_hours_lost=round(float(np.cumsum(lost)[-1]) / 60, 2) if len(lost) else 0.0,
+        table7=table7(failed, taxonomy),
+        table6=_table6(attempts),
+        repetition=repetition(failed),
         goodput=per_user,
-        job_goodput=per_job,
-        nodes=node_failures(failed, reasons),
+        job_goodput=jobs,
+        nodes=node_failures(named),
         rightsizing=[sized[u.user] for u in per_user if u.user in sized],
-        gpus=gpu_failures(failed, reasons),
+        gpus=gpu_failures(named),
     )
 
 

@@ -1,5 +1,5 @@
 """Which attempts a report covers: one typed filter shared by `failclass report` and
-GET /v1/report, applied in SQL over the store and in Python over manifests and batch
+GET /v1/report, applied in SQL over the store and over the columns of manifests and batch
 results, and the period a report is compared with.
 
 An attempt's time is when it ended, else when it started, else when it was submitted
@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from failclass.analytics.records import AttemptRecord
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from failclass.analytics.columns import Attempts
+from failclass.analytics.records import TIME
 from failclass.attempts import STATUSES
 from failclass.errors import InputError
 from failclass.matching.taxonomy import Taxonomy
@@ -35,21 +40,25 @@ class Selection:
     reasons: tuple[str, ...] = ()
     statuses: tuple[str, ...] = ()
 
-    def matches(self, record: AttemptRecord) -> bool:
-        when = record.time
-        if (self.since or self.until) and when is None:
-            return False
-        if when is not None and ((self.since and when < self.since) or (self.until and when >= self.until)):
-            return False
-        return (
-            (not self.users or record.user in self.users)
-            and (not self.vcs or record.vc in self.vcs)
-            and (not self.reasons or (record.reason or "") in self.reasons)
-            and (not self.statuses or record.status in self.statuses)
-        )
-
-    def apply(self, records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
-        return [r for r in records if self.matches(r)]
+    def apply(self, attempts: Attempts) -> Attempts:
+        """The attempts it keeps."""
+        if self == Selection():
+            return attempts
+        when = attempts.times()
+        keep = pa.chunked_array([pa.array(np.ones(len(attempts), dtype=bool))])
+        if self.since or self.until:
+            keep = pc.and_(keep, pc.is_valid(when))
+        if self.since:
+            keep = pc.and_(keep, pc.fill_null(pc.greater_equal(when, pa.scalar(self.since, TIME)), True))
+        if self.until:
+            keep = pc.and_(keep, pc.fill_null(pc.less(when, pa.scalar(self.until, TIME)), True))
+        for name, values in (("user", self.users), ("vc", self.vcs), ("status", self.statuses)):
+            if values:
+                keep = pc.and_(keep, pc.is_in(attempts.column(name), pa.array(values, pa.string())))
+        if self.reasons:
+            reason = pc.fill_null(attempts.column("reason"), "")
+            keep = pc.and_(keep, pc.is_in(reason, pa.array(self.reasons, pa.string())))
+        return attempts.filter(keep)
 
     def previous(self, now: datetime) -> Selection:
         """The period of the same length just before this one (this week -> last week)."""

@@ -4,10 +4,13 @@ fails given that the previous one did, and the users who hold most failures)."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from failclass.analytics.columns import counts, sums
 from failclass.analytics.table7 import percent
 from failclass.analytics.traces import TraceJob
 
@@ -24,17 +27,19 @@ class Table6Row:
 
 
 def table6(jobs: Sequence[TraceJob]) -> list[Table6Row]:
-    return table6_of([(job.status, job.gpu_seconds / 3600) for job in jobs])
+    status = np.array([ORDER.index(job.status) for job in jobs], dtype=np.int64)
+    return table6_of(status, np.array([job.gpu_seconds / 3600 for job in jobs], dtype=float))
 
 
-def table6_of(jobs: Sequence[tuple[str, float]]) -> list[Table6Row]:
-    """Table 6 from (final status, GPU-hours) per job."""
-    counts = Counter(status for status, _ in jobs)
-    gpu: dict[str, float] = defaultdict(float)
-    for status, gpu_time in jobs:
-        gpu[status] += gpu_time
-    total_jobs, total_gpu = len(jobs), sum(gpu.values())
-    rows = [Table6Row(s, counts[s], percent(counts[s], total_jobs), percent(gpu[s], total_gpu), round(gpu[s], 2)) for s in ORDER]
+def table6_of(status: np.ndarray, gpu_hours: np.ndarray) -> list[Table6Row]:
+    """Table 6 from each job's final status (its index in ORDER) and GPU-hours."""
+    jobs, gpu = counts(status, len(ORDER)), sums(status, gpu_hours, len(ORDER))
+    seen, first = np.unique(status, return_index=True)
+    total_jobs, total_gpu = len(status), sum(float(gpu[s]) for s in seen[np.argsort(first)])  # as first seen
+    rows = [
+        Table6Row(s, int(jobs[i]), percent(int(jobs[i]), total_jobs), percent(float(gpu[i]), total_gpu), round(float(gpu[i]), 2))
+        for i, s in enumerate(ORDER)
+    ]
     return [
         *rows,
         Table6Row("total", total_jobs, percent(total_jobs, total_jobs), percent(total_gpu, total_gpu), round(total_gpu, 2)),

@@ -97,7 +97,9 @@ def report(
         return
     taxonomy = builtin_taxonomy()
     try:
-        analysis = analyse(source, selection, taxonomy, against, idle=idle, rightsizing=rightsizing)
+        analysis = analyse(
+            source, selection, taxonomy, against, idle=idle, rightsizing=rightsizing, per_job=export_dir is not None
+        )
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     if export_dir is not None:

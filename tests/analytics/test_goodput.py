@@ -53,11 +53,13 @@ def test_each_failed_attempt_is_counted_from_its_last_save_in_its_own_window(tmp
 def test_prometheus_counts_since_the_last_save_and_sets_each_users_figures(tmp_path: Path) -> None:
     from prometheus_client import generate_latest
 
-    from failclass.analytics.goodput import goodput
-    from failclass.analytics.records import read_records
+    from failclass.analytics.columns import Attempts
+    from failclass.analytics.records import read_attempts
+    from failclass.analytics.report import build_report
     from failclass.attempts import Attempt
     from failclass.classifier import Examination
     from failclass.contracts import Classification
+    from failclass.matching.taxonomy import builtin_taxonomy
     from failclass.service.metrics import Metrics
     from failclass.service.routers.attempts import with_checkpoint
 
@@ -68,9 +70,7 @@ def test_prometheus_counts_since_the_last_save_and_sets_each_users_figures(tmp_p
     examined = with_checkpoint(Examination(oom, None), failed, log)
     assert examined.checkpoint == ("checkpoint", at(13))
     metrics.attempt_recorded(failed, examined, None)
-    records = read_records([trace(tmp_path)])
-    failures = {(r.job_id, r.attempt): r.reason or "" for r in records if r.status == "failed"}
-    metrics.report_built(goodput(records, failures)[1])
+    metrics.report_built(build_report(Attempts(read_attempts([trace(tmp_path)])), builtin_taxonomy()).goodput)
     text = generate_latest(metrics.registry).decode()
     assert 'failclass_gpu_hours_lost_total{reason="gpu_oom"} 7.0' in text  # 3.5 h x 2
     assert 'failclass_gpu_hours_lost_since_checkpoint_total{reason="gpu_oom"} 2.0' in text  # since 13:00 x 2
@@ -115,11 +115,12 @@ def test_a_time_without_a_zone_is_read_as_the_logs_are(tmp_path: Path) -> None:
 
 def test_the_services_report_opens_no_path_a_client_named(tmp_path: Path) -> None:
     """GET /v1/report reads the store only: every failed attempt counts whole, said so."""
-    from failclass.analytics.records import read_records
+    from failclass.analytics.columns import Attempts
+    from failclass.analytics.records import read_attempts
     from failclass.analytics.report import build_report
     from failclass.matching.taxonomy import builtin_taxonomy
 
-    report = build_report(read_records([trace(tmp_path)]), builtin_taxonomy(), read_logs=False)
+    report = build_report(Attempts(read_attempts([trace(tmp_path)])), builtin_taxonomy(), read_logs=False)
     alice = next(u for u in report.goodput if u.user == "alice")
     assert (alice.failures_since_checkpoint_gpu_h, alice.failures_whole_gpu_h, alice.without_log) == (7.0, 7.0, 1)
 

@@ -141,14 +141,15 @@ def test_html_report_is_one_self_contained_page(tmp_path: Path) -> None:
 
 
 def test_records_carry_every_attempt_fact(tmp_path: Path) -> None:
-    from failclass.analytics.records import read_records
+    from failclass.analytics.records import read_attempts
 
     csv_manifest = tmp_path / "attempts.csv"
     csv_manifest.write_text(
         "job_id,attempt,user,vc,status,submit_time,start_time,end_time,gpus,nodes,exit_code,inputs,logs,reason\n"
         "j1,2,ann,vc3,failed,2026-11-02T08:00:00+00:00,2026-11-02T09:00:00+00:00,2026-11-02T09:30:00+00:00,8,gpu-1;gpu-2,1,/data/a;/data/b,/logs/j1.out,mpi_error\n"
     )
-    (record,) = read_records([csv_manifest])
-    assert (record.job_id, record.attempt, record.vc, record.gpus, record.exit_code) == ("j1", 2, "vc3", 8, 1)
-    assert record.nodes == ("gpu-1", "gpu-2") and record.inputs == ("/data/a", "/data/b") and record.logs == ("/logs/j1.out",)
-    assert record.submit_time is not None and record.rtf_minutes == 30.0
+    (record,) = read_attempts([csv_manifest]).to_pylist()
+    assert (record["job_id"], record["attempt"], record["vc"], record["gpus"], record["exit_code"]) == ("j1", 2, "vc3", 8, 1)
+    assert record["nodes"] == ["gpu-1", "gpu-2"] and record["inputs"] == ["/data/a", "/data/b"]
+    assert record["logs"] == ["/logs/j1.out"] and record["submit_time"] is not None
+    assert record["end_time"] - record["start_time"] == timedelta(minutes=30)

@@ -56,7 +56,7 @@ def test_the_store_filters_as_the_manifest_does(store: Store, tmp_path: Path, se
     files = FileSource([write_manifest(tmp_path / "weeks.jsonl")])
     from_store = analyse(StoreSource(store, "store"), selection, taxonomy)
     assert tables(from_store) == tables(analyse(files, selection, taxonomy))
-    assert from_store.report.attempts == sum(1 for r in from_store.records if selection.matches(r)) > 0
+    assert from_store.report.attempts == len(selection.apply(from_store.attempts)) > 0
 
 
 def test_this_week_against_last_over_the_store(store: Store) -> None:
@@ -68,7 +68,7 @@ def test_this_week_against_last_over_the_store(store: Store) -> None:
     lost = totals["GPU-h lost to failures"]
     assert (lost.now, lost.before) == (THIS_WEEK_LOST_H, LAST_WEEK_LOST_H)
     # Decisions come with the attempts: every failed one was decided by the policy.
-    decided = {(r.job_id, r.attempt): r.action for r in analysis.records}
+    decided = {(r["job_id"], r["attempt"]): r["action"] for r in analysis.attempts.table.to_pylist()}
     assert all(action for (job, _), action in decided.items() if job != "b4") and decided[("b4", 1)] is None
     assert asdict(analysis.comparison) == json.loads(json.dumps(asdict(analysis.comparison)))
 
@@ -91,10 +91,10 @@ def test_the_export_from_the_store_carries_classification_and_decision(store: St
     export(analysis, taxonomy, tmp_path / "out")
     rows = parquet.read_table(tmp_path / "out" / "attempts.parquet").to_pylist()
     assert [(r["job_id"], r["attempt"]) for r in rows] == [("a2", 1), ("b2", 1), ("b2", 2)]
-    for row, record in zip(rows, analysis.records, strict=True):
-        assert row["reason"] == "mpi_runtime_failure" and row["classified_by"] == record.source == "signature"
-        assert row["rule_id"] == record.rule_id and row["rule_id"] and 0 < row["confidence"] <= 1
-        assert row["action"] == record.action and row["policy_clause"] == record.clause and row["policy_clause"]
+    for row, record in zip(rows, analysis.attempts.table.to_pylist(), strict=True):
+        assert row["reason"] == "mpi_runtime_failure" and row["classified_by"] == record["source"] == "signature"
+        assert row["rule_id"] == record["rule_id"] and row["rule_id"] and 0 < row["confidence"] <= 1
+        assert row["action"] == record["action"] and row["policy_clause"] == record["clause"] and row["policy_clause"]
 
 
 def test_the_source_names_the_database_without_its_password() -> None:

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from failclass.analytics.records import read_records
-from failclass.analytics.report import build_report, is_failure
+from failclass.analytics.columns import Attempts
+from failclass.analytics.records import read_attempts
+from failclass.analytics.report import build_report
 from failclass.analytics.simulate import read_table6, read_table7, scaled, simulate
 from failclass.classifier import Classifier
 from failclass.matching.taxonomy import builtin_taxonomy
@@ -28,22 +29,28 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def read(path: Path) -> Attempts:
+    return Attempts(read_attempts([path]))
+
+
 def test_counts_follow_tables_7_and_6(simulated: Path) -> None:
-    records = read_records([simulated / "attempts.jsonl"])
-    trials = Counter(r.reason for r in records if is_failure(r, builtin_taxonomy()))
+    attempts = read(simulated / "attempts.jsonl")
+    failed = attempts.failed(builtin_taxonomy())
+    trials = Counter(failed.reason.names[code] for code in failed.reason.codes)
     for stats in read_table7():
         assert trials[stats.reason_id] == scaled(stats.trials, FRACTION), stats.reason_id
-    jobs = {r.job_id: r.status for r in records}
+    jobs = {row["job_id"]: row["status"] for row in attempts.table.select(["job_id", "status"]).to_pylist()}
     table6 = read_table6()
     assert sum(s == "passed" for s in jobs.values()) == scaled(table6["passed"], FRACTION)
     assert sum(s == "killed" for s in jobs.values()) == scaled(table6["killed"], FRACTION)
 
 
 def test_runtime_to_failure_follows_the_quantiles(simulated: Path) -> None:
-    records = [r for r in read_records([simulated / "attempts.jsonl"]) if is_failure(r, builtin_taxonomy())]
+    failed = read(simulated / "attempts.jsonl").failed(builtin_taxonomy())
+    reasons = np.array(failed.reason.names)[failed.reason.codes]
     checked = 0
     for stats in read_table7():
-        rtf = np.array([r.rtf_minutes for r in records if r.reason == stats.reason_id])
+        rtf = failed.rtf_minutes[reasons == stats.reason_id]
         if len(rtf) < 50:
             continue
         checked += 1
@@ -83,8 +90,8 @@ def test_round_trip_simulate_classify_report(simulated: Path, classifier: Classi
     manifest = simulated / "classified.jsonl"
     manifest.write_text("".join(json.dumps(row) + "\n" for row in classified))
     taxonomy = builtin_taxonomy()
-    expected = {r.reason_id: r for r in build_report(read_records([simulated / "attempts.jsonl"]), taxonomy).table7}
-    got = {r.reason_id: r for r in build_report(read_records([manifest]), taxonomy).table7}
+    expected = {r.reason_id: r for r in build_report(read(simulated / "attempts.jsonl"), taxonomy).table7}
+    got = {r.reason_id: r for r in build_report(read(manifest), taxonomy).table7}
     for reason, row in expected.items():
         if row.trials >= 20:
             assert abs(got[reason].trials - row.trials) <= 0.1 * row.trials + 1, reason

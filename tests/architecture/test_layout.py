@@ -110,6 +110,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "failclass.batch.output": ("tests/batch/test_batch.py", "results.parquet"),
     "failclass.batch.workers": ("tests/batch/test_batch.py", "classified_by"),
     "failclass.analytics.comparison": ("tests/analytics/test_filters.py", "compare"),
+    "failclass.analytics.ettr": ("tests/analytics/test_goodput.py", "ettr"),
     "failclass.analytics.plots": ("tests/analytics/test_html.py", "<svg"),
     "failclass.analytics.render": ("tests/analytics/test_report.py", "markdown"),
     "failclass.analytics.repetition": ("tests/analytics/test_html.py", "repeats"),
