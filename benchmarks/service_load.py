@@ -9,15 +9,17 @@ Starts `failclass serve` (no tokens), then drives it with wrk (Lua scripts writt
                      --postgres, on a fresh schema of the test PostgreSQL server
                      (FAILCLASS_TEST_POSTGRES, 2 workers).
 
-Prints requests/s and latency p50/p99 per case; writes benchmarks/results/service_load.json.
+Prints requests/s and latency p50/p99 per case; writes benchmarks/results/service_load.json,
+and with --readme WHAT the table into the README (between its service_load markers).
 
-    python benchmarks/service_load.py [--duration 20] [--connections 16] [--postgres]
+    python benchmarks/service_load.py [--duration 20] [--connections 16] [--postgres] [--readme WHAT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -29,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import postgres_schema_url  # noqa: E402 (found through the sys.path entry above)
+from readme import readme_options, write_table  # noqa: E402
 from service_server import running_service  # noqa: E402 (found through the sys.path entry above)
 
 FAILURE = (ROOT / "corpora/public/mpi_runtime_failure/llamafactory_allreduce_watchdog_8gpu.log").read_text()
@@ -87,6 +90,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--postgres", action="store_true", help="also POST /v1/attempts on PostgreSQL")
+    readme_options(parser, "service_load")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install -y wrk")
@@ -119,6 +123,10 @@ def main() -> None:
         )
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "service_load.json").write_text(json.dumps(results, indent=1) + "\n")
+    rows = ["| case | requests/s | p50 ms | p99 ms |", "|---|---:|---:|---:|"]
+    rows += [f"| `{r['case']}` | {r['requests_per_s']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} |" for r in results]
+    detail = f"wrk 2 threads, {args.connections} connections, {args.duration} s per case, {os.cpu_count()} CPUs shared with wrk"
+    write_table(args, "benchmarks/service_load.py", rows, detail)
     shutil.rmtree(work, ignore_errors=True)
 
 
