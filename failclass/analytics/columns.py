@@ -194,3 +194,22 @@ class Attempts:
         """The first and last attempt times."""
         bounds = pc.min_max(self.times())
         return bounds["min"].as_py(), bounds["max"].as_py()
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+MMAP_ABOVE = 256 * 1024  # blocks this large are mapped apart, and unmapped when freed
+
+
+def give_back_freed_memory() -> None:
+    """Allocate so that freed memory goes back to the system at once: Arrow's tables from
+    the system allocator rather than its own pool, and (on glibc) large blocks, numpy's
+    arrays among them, mapped apart. A million-attempt report then peaks near what it
+    holds (about 300 MB, not 400: benchmarks/analytics_scale.py), for a little more time."""
+    import ctypes
+    import ctypes.util
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    libc = ctypes.util.find_library("c")
+    if libc and hasattr(ctypes.CDLL(libc), "mallopt"):
+        ctypes.CDLL(libc).mallopt(M_MMAP_THRESHOLD, MMAP_ABOVE)
+

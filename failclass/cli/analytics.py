@@ -70,7 +70,10 @@ def report(
     Per user, the GPU time lost to failures since each attempt's last checkpoint (read from
     its logs) and whole, to idle, restarts and queueing, ETTR and (with --waste) right-sizing advice."""
     from failclass.analytics.analysis import FileSource, RecordSource, StoreSource, analyse, database_label
+    from failclass.analytics.columns import give_back_freed_memory
     from failclass.analytics.selection import parse_comparison, parse_selection
+
+    give_back_freed_memory()
 
     if bool(manifests) == bool(database_url):
         raise click.UsageError("give manifests or --database-url, one of the two")
