@@ -246,10 +246,17 @@ def _labels(lines: Sequence[str], layout: Layout) -> Labels:
     )
 
 
+_ANY_PREFIX = re.compile(
+    "|".join(f"(?:{p.pattern})" for p in (_SRUN, _MPIRUN, _RAY, _HOST, _TORCH_RANK, _ELASTIC_ROLE, NCCL_PROCESS, _KERNEL))
+)  # one look for most lines, which start with none of them
+
+
 def _parse(line: str, base: Tag, labels: Labels) -> tuple[Tag, str]:
     """The line's tag (its file's, refined by its prefixes) and the text after them. A
     line without a prefix gets ``base`` itself: a tag is copied before its first change
     (most lines have none, and a copy per line was most of a log's reading)."""
+    if _ANY_PREFIX.match(line) is None and (base.rank is not None or _C10D_RANK.search(line) is None):
+        return base, line
     tag, rest = base, line
     while True:
         if (m := _MPIRUN.match(rest) or _TORCH_RANK.match(rest)) is not None:
