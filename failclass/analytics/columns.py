@@ -212,4 +212,3 @@ def give_back_freed_memory() -> None:
     libc = ctypes.util.find_library("c")
     if libc and hasattr(ctypes.CDLL(libc), "mallopt"):
         ctypes.CDLL(libc).mallopt(M_MMAP_THRESHOLD, MMAP_ABOVE)
-
