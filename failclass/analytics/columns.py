@@ -34,18 +34,32 @@ class Coded:
         return self.values.to_pylist()
 
 
-def coded(column: pa.ChunkedArray | pa.Array) -> Coded:
+def coded(column: pa.ChunkedArray | pa.Array, missing: str | None = None) -> Coded:
+    """Codes of text or of names (dictionary-encoded text); ``missing``: the name of a null."""
     if not len(column):
         return Coded(np.zeros(0, dtype=np.int32), pa.array([], pa.string()))
-    encoded = pc.dictionary_encode(column)
-    chunks = [chunk for chunk in getattr(encoded, "chunks", [encoded]) if len(chunk)]  # one dictionary: the last, all values
-    codes = [pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False) for chunk in chunks]
-    return Coded(np.concatenate(codes).astype(np.int32), chunks[-1].dictionary)
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)  # each chunk's dictionary holds the ones before it
+    elif isinstance(column, pa.ChunkedArray):
+        column = pa.table({"names": column}).unify_dictionaries().column(0)
+    chunks = [chunk for chunk in getattr(column, "chunks", [column]) if len(chunk)]
+    codes = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int32)
+    values = chunks[-1].dictionary
+    if missing is not None and (codes < 0).any():
+        at = pc.index_in(pa.scalar(missing), value_set=values).as_py()
+        codes[codes < 0] = len(values) if at is None else at
+        values = values if at is not None else pa.concat_arrays([values, pa.array([missing], values.type)])
+    found, first = np.unique(codes, return_index=True)
+    kept = found >= 0
+    order = found[kept][np.argsort(first[kept], kind="stable")]  # in order of first appearance
+    renumbered = np.full(len(values) + 1, -1, dtype=np.int32)  # the last: a null's (-1) code
+    renumbered[order] = np.arange(len(order), dtype=np.int32)
+    return Coded(renumbered[codes], values.take(pa.array(order, pa.int64())))
 
 
 def sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
     """Per group the sum of its values, added in order."""
-    return np.bincount(codes, weights=values, minlength=groups)[:groups].astype(float)
+    return np.bincount(codes, weights=values, minlength=groups)[:groups].astype(float, copy=False)
 
 
 def counts(codes: np.ndarray, groups: int) -> np.ndarray:
@@ -138,7 +152,6 @@ class Attempts:
         np.cumsum(started, out=job[1:])
         return order.to_numpy().astype(np.int32), job
 
-    @cached_property
     def job_codes(self) -> np.ndarray:
         """Each row's job as its rank in the job order."""
         rows, job = self.by_job
@@ -161,7 +174,7 @@ class Attempts:
 
     def reasons(self) -> pa.ChunkedArray:
         """Each attempt's reason, "No signature" where it has none."""
-        return pc.fill_null(self.column("reason"), NO_SIGNATURE)
+        return pc.fill_null(self.column("reason").cast(pa.string()), NO_SIGNATURE)
 
     def failure(self, taxonomy: Taxonomy) -> np.ndarray:
         """What Table 7 counts: attempts that failed, and killed ones that were preempted; a
@@ -175,8 +188,8 @@ class Attempts:
         rows = np.flatnonzero(self.failure(taxonomy))
         taken = pa.array(rows, pa.int64())
         return Failed(
-            reason=coded(pc.fill_null(self.column("reason").take(taken), NO_SIGNATURE)),
-            job=self.job_codes[rows],
+            reason=coded(self.column("reason").take(taken), missing=NO_SIGNATURE),
+            job=self.job_codes()[rows],
             user=coded(self.column("user").take(taken)),
             rtf_minutes=self.rtf_minutes[rows],
             gpus=self.gpus[rows],
@@ -204,7 +217,7 @@ def give_back_freed_memory() -> None:
     """Allocate so that freed memory goes back to the system at once: Arrow's tables from
     the system allocator rather than its own pool, and (on glibc) large blocks, numpy's
     arrays among them, mapped apart. A million-attempt report then peaks near what it
-    holds (about 300 MB, not 400: benchmarks/analytics_scale.py), for a little more time."""
+    holds (under 280 MB, not 400: benchmarks/analytics_scale.py), for a little more time."""
     import ctypes
     import ctypes.util
 

@@ -102,7 +102,7 @@ def _schema(cls: type) -> pa.Schema:
 def attempts_table(attempts: Attempts, taxonomy: Taxonomy) -> pa.Table:
     """Each attempt as AttemptExport: its facts, whether Table 7 counts it, its reason's name."""
     failure = attempts.failure(taxonomy)
-    reason = pc.if_else(pa.array(failure), attempts.reasons(), attempts.column("reason"))
+    reason = pc.if_else(pa.array(failure), attempts.reasons(), attempts.column("reason").cast(pa.string()))
     known = [r for r in pc.unique(reason.drop_null()).to_pylist()]
     names = pa.array([taxonomy[r].name for r in known], pa.string())
     categories = pa.array([";".join(taxonomy[r].categories) for r in known], pa.string())
@@ -125,7 +125,7 @@ def attempts_table(attempts: Attempts, taxonomy: Taxonomy) -> pa.Table:
         "policy_clause": attempts.column("clause"),
     }
     schema = _schema(AttemptExport)
-    return pa.table([columns[name] for name in schema.names], schema=schema)
+    return pa.table([columns[name].cast(field.type) for name, field in zip(schema.names, schema, strict=True)], schema=schema)
 
 
 def _jobs_table(jobs: pa.Table) -> pa.Table:

@@ -40,27 +40,28 @@ UNKNOWN_USER = "unknown"  # batch results without a manifest: whose attempt it w
 BATCH_MARKS = ("classified_by", "evidence_log", "error")  # a row of `failclass batch` results has one
 TIME = pa.timestamp("us", tz="UTC")
 TEXT, NAMES = pa.string(), pa.list_(pa.string())
+NAME = pa.dictionary(pa.int32(), TEXT)  # text of few distinct values: codes into them
 SCHEMA = pa.schema(
     [
         ("job_id", TEXT),
         ("attempt", pa.int64()),
-        ("user", TEXT),
-        ("vc", TEXT),
-        ("status", TEXT),
+        ("user", NAME),
+        ("vc", NAME),
+        ("status", NAME),
         ("start_time", TIME),
         ("end_time", TIME),
         ("gpus", pa.int64()),
-        ("reason", TEXT),
+        ("reason", NAME),
         ("submit_time", TIME),
         ("nodes", NAMES),
         ("exit_code", pa.int64()),
         ("inputs", NAMES),
         ("logs", NAMES),
-        ("source", TEXT),  # what classified it: rule, model, ...
-        ("rule_id", TEXT),
+        ("source", NAME),  # what classified it: rule, model, ...
+        ("rule_id", NAME),
         ("confidence", pa.float64()),
-        ("action", TEXT),  # the decision, where one was made
-        ("clause", TEXT),  # the policy clause behind it
+        ("action", NAME),  # the decision, where one was made
+        ("clause", NAME),  # the policy clause behind it
         ("recorded_at", TIME),  # the store's columns from here on
         ("checkpoint_basis", TEXT),  # where the log was read when the attempt was reported
         ("last_checkpoint_at", TIME),
@@ -71,9 +72,9 @@ SCHEMA = pa.schema(
 MANIFEST_COLUMNS = SCHEMA.names[: SCHEMA.get_field_index("clause") + 1]
 TIMES = ("start_time", "end_time", "submit_time")
 TEXTS = ("job_id", "user", "vc", "status", "reason", "source", "rule_id", "action", "clause")
-# How JSON Lines are parsed: each manifest column as JSON writes it (times as text)
+# How JSON Lines are parsed: each manifest column as JSON writes it (times and names as text)
 JSON_SCHEMA = pa.schema(
-    [pa.field(n, TEXT if n in TIMES else SCHEMA.field(n).type) for n in MANIFEST_COLUMNS]
+    [pa.field(n, TEXT if n in TIMES or n in TEXTS else SCHEMA.field(n).type) for n in MANIFEST_COLUMNS]
     + [pa.field(n, TEXT) for n in ("log", *BATCH_MARKS)]
 )
 BLOCK = 1 << 20  # bytes of JSON Lines parsed at a time
@@ -140,7 +141,7 @@ def table_of(values: Iterable[Mapping[str, Any]]) -> pa.Table:
             batches.append(pa.Table.from_pylist(chunk, schema=SCHEMA))
             chunk = []
     batches.append(pa.Table.from_pylist(chunk, schema=SCHEMA))
-    table = pa.concat_tables(batches)
+    table = pa.concat_tables(batches).unify_dictionaries()
     for name in ("nodes", "inputs", "logs"):
         table = table.set_column(SCHEMA.get_field_index(name), SCHEMA.field(name), _names(table.column(name)))
     return table
@@ -182,6 +183,8 @@ def _absent(size: int, kind: pa.DataType) -> pa.Array:
         return pa.Array.from_buffers(kind, size, [None, zeros], children=[pa.array([], kind.value_type)])
     if pa.types.is_string(kind):
         return pa.Array.from_buffers(kind, size, [zeros, zeros, pa.py_buffer(b"")], null_count=size)
+    if pa.types.is_dictionary(kind):
+        return pa.DictionaryArray.from_arrays(_absent(size, kind.index_type), pa.array([], kind.value_type))
     return pa.Array.from_buffers(kind, size, [zeros, zeros], null_count=size)
 
 
@@ -240,12 +243,12 @@ def columns_of(block: pa.Table) -> pa.Table:
 
 
 def _kept(column: pa.ChunkedArray | None, size: int, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
-    """A converted column; one without values costs nothing."""
+    """A converted column (names as codes); one without values costs nothing."""
     if column is None or column.null_count == size:
         return _absent(size, kind)
     if pa.types.is_list(kind) and not pc.max(pc.list_value_length(column)).as_py():
         return _absent(size, kind)
-    return column
+    return column.dictionary_encode() if pa.types.is_dictionary(kind) else column
 
 
 def manifest_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -315,7 +318,7 @@ def read_manifest(path: Path) -> pa.Table:
     """One manifest's attempts: in Arrow's blocks where it converts so, else row by row."""
     if path.suffix in (".jsonl", ".parquet"):
         try:
-            return pa.concat_tables([columns_of(block) for block in _blocks(path)])
+            return pa.concat_tables([columns_of(block) for block in _blocks(path)]).unify_dictionaries()
         except (NotColumnar, pa.ArrowInvalid):
             pass  # read again row by row: the first bad row is named, or the odd values read
     return table_of(row_values(row, where) for where, row in manifest_rows(path))
@@ -330,7 +333,7 @@ def read_attempts(paths: Iterable[Path]) -> pa.Table:
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc}") from None
     pa.default_memory_pool().release_unused()  # the blocks' pages, freed, go back: the report's arrays come next
-    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    return pa.concat_tables(tables).unify_dictionaries() if tables else SCHEMA.empty_table()
 
 
 def store_attempts(rows: Iterable[StoredAttempt]) -> pa.Table:

@@ -56,7 +56,7 @@ class Selection:
             if values:
                 keep = pc.and_(keep, pc.is_in(attempts.column(name), pa.array(values, pa.string())))
         if self.reasons:
-            reason = pc.fill_null(attempts.column("reason"), "")
+            reason = pc.fill_null(attempts.column("reason").cast(pa.string()), "")
             keep = pc.and_(keep, pc.is_in(reason, pa.array(self.reasons, pa.string())))
         return attempts.filter(keep)
 

@@ -34,7 +34,8 @@ def table6(jobs: Sequence[TraceJob]) -> list[Table6Row]:
 def table6_of(status: np.ndarray, gpu_hours: np.ndarray) -> list[Table6Row]:
     """Table 6 from each job's final status (its index in ORDER) and GPU-hours."""
     jobs, gpu = counts(status, len(ORDER)), sums(status, gpu_hours, len(ORDER))
-    seen, first = np.unique(status, return_index=True)
+    seen = np.flatnonzero(jobs)
+    first = [int(np.argmax(status == s)) for s in seen]  # where each status is first seen
     total_jobs, total_gpu = len(status), sum(float(gpu[s]) for s in seen[np.argsort(first)])  # as first seen
     rows = [
         Table6Row(s, int(jobs[i]), percent(int(jobs[i]), total_jobs), percent(float(gpu[i]), total_gpu), round(float(gpu[i]), 2))

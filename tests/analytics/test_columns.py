@@ -95,3 +95,18 @@ def test_a_malformed_parquet_manifest_names_its_row(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stderr.strip() == (
         f"error: {tmp_path / 'attempts.parquet'}: row 3: bad value (invalid literal for int() with base 10: 'many')"
     )
+
+
+def test_names_held_as_codes_code_as_the_text_does() -> None:
+    from failclass.analytics.columns import coded
+
+    text = [["b", None, "a"], ["c", "a", None, "b"]]
+    plain = pa.chunked_array([pa.array(chunk, pa.string()) for chunk in text])
+    names = pa.chunked_array([pa.array(chunk, pa.string()).dictionary_encode() for chunk in text])  # two dictionaries
+    filled = pa.chunked_array([pa.array([v or "none" for v in chunk], pa.string()) for chunk in text])
+    for column, missing, expected in ((names, None, plain), (names, "none", filled), (names, "a", None)):
+        got = coded(column, missing=missing)
+        want = coded(expected if expected is not None else pa.chunked_array([[v or "a" for v in chunk] for chunk in text]))
+        assert got.names == want.names
+        assert got.codes.tolist() == want.codes.tolist()
+    assert coded(plain).codes.tolist() == [0, -1, 1, 2, 1, -1, 0]
