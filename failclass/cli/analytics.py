@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,13 @@ from failclass.model.corpus import MANIFEST
 
 if TYPE_CHECKING:
     from failclass.analytics.analysis import Analysis
+
+
+def arrow_from_the_system_allocator() -> None:
+    """Before pyarrow loads: Arrow's readers (Parquet, JSON) allocate from its default pool,
+    chosen once then, and the system allocator gives freed memory back (as
+    failclass.analytics.columns.give_back_freed_memory arranges for the rest)."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
 @click.command()
@@ -69,6 +77,7 @@ def report(
     start_time, end_time, gpus, reason), or the store. Filter them, and compare two periods.
     Per user, the GPU time lost to failures since each attempt's last checkpoint (read from
     its logs) and whole, to idle, restarts and queueing, ETTR and (with --waste) right-sizing advice."""
+    arrow_from_the_system_allocator()
     from failclass.analytics.analysis import FileSource, RecordSource, StoreSource, analyse, database_label
     from failclass.analytics.columns import give_back_freed_memory
     from failclass.analytics.selection import parse_comparison, parse_selection
