@@ -5,9 +5,10 @@ store cannot be opened or used."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -17,7 +18,11 @@ from failclass.matching.rules import RuleSet
 from failclass.model.artifact import LoadedModel
 from failclass.options import ClassifierOptions
 
+if TYPE_CHECKING:
+    from failclass.store.records import Records
+
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., object])
 EXIT_INPUT = 1
 EXIT_USAGE = 2
 EXIT_STORE = 3
@@ -80,3 +85,20 @@ def check_corpus(manifest: Path, needs: str) -> None:
             f"{manifest}: no corpus manifest: {needs} the labelled corpus of a failclass checkout; run it in "
             "a checkout, or give the checkout's corpora/manifest.jsonl with --manifest"
         )
+
+
+def database_option(help: str = "The store (default: the service's SQLite file).") -> Callable[[F], F]:
+    """``--database-url`` (or FAILCLASS_DATABASE_URL): the store a command reads or records in."""
+    return click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help=help)
+
+
+@contextmanager
+def records_at(database_url: str | None) -> Iterator[Records]:
+    """The store at ``database_url`` (default: the service's), opened by its driver where it
+    can be; a store that cannot be reached or used is exit status 3 (failclass.store.reach)."""
+    from failclass.store.direct import open_records
+    from failclass.store.reach import default_database_url, reaching
+
+    url = database_url or default_database_url()
+    with reaching(url):
+        yield open_records(url)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from failclass.cli.common import EXIT_INPUT
+from failclass.cli.common import EXIT_INPUT, database_option
 from failclass.errors import InputError
 from failclass.logs.diff import new_lines, templates_of
 from failclass.logs.ranks import read_lines
@@ -18,7 +18,7 @@ from failclass.logs.ranks import read_lines
 @click.argument("failed", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("good", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--job-id", help="Without GOOD: compare with this job's last good run, as the store keeps it.")
-@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The store (default: the service's SQLite file).")
+@database_option()
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Show at most this many new templates.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: the new lines, with counts.")
 @click.pass_context

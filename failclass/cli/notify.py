@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from failclass.cli.common import configured
+from failclass.cli.common import configured, database_option, records_at
 from failclass.policy.config import load_policy
 
 policy_option = click.option(
@@ -48,7 +48,7 @@ def notify_test(ctx: click.Context, name: str, policy_file: Path | None) -> None
 
 
 @notify.command("flush")
-@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The store (default: the service's SQLite file).")
+@database_option()
 @policy_option
 @click.option("--seconds", type=click.FloatRange(min=0, min_open=True), help="Stop after this long (default: when none is due).")
 @click.pass_context
@@ -57,13 +57,10 @@ def notify_flush(ctx: click.Context, database_url: str | None, policy_file: Path
     Exit status 0: all sent; 1: some try failed (each on stderr; queued again, or given up
     after the policy's retry.max_tries); 3: the store cannot be opened."""
     from failclass.notify.delivery import deliver
-    from failclass.store.direct import open_records
-    from failclass.store.reach import default_database_url, reaching
 
     settings = configured(lambda: load_policy(policy_file)).notifications
-    url = database_url or default_database_url()
-    with reaching(url):
-        done = deliver(open_records(url), settings, seconds)
+    with records_at(database_url) as store:
+        done = deliver(store, settings, seconds)
     for error in done.errors:
         click.echo(f"error: {error}", err=True)
     click.echo(f"sent {done.sent}, to retry {done.retrying}, given up {done.given_up}")

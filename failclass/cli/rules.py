@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from failclass.cli.common import EXIT_INPUT, ConfigProblem, classifier, options, ruleset
+from failclass.cli.common import EXIT_INPUT, ConfigProblem, classifier, database_option, options, ruleset
 from failclass.matching.lint import lint
 from failclass.matching.rules import Rule, default_rules_dir, operator_rule_dirs
 from failclass.matching.ruletest import run_examples
@@ -105,7 +105,7 @@ def rules_test(ctx: click.Context) -> None:
 
 
 @rules.command("propose")
-@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The store (default: the service's SQLite file).")
+@database_option()
 @click.option(
     "--min-jobs",
     type=click.IntRange(min=1),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from failclass.cli.common import ConfigProblem, configured, input_failure
+from failclass.cli.common import ConfigProblem, configured, database_option, input_failure, records_at
 from failclass.cli.extras import needs
 from failclass.cli.notify import policy_option
 from failclass.cli.signal_source import signal_source
@@ -83,9 +83,7 @@ def waste() -> None:
     help="Queue each user's right-sizing advice as a notice (kind rightsizing, once a day) for the policy's routes, and send it.",
 )
 @policy_option
-@click.option(
-    "--database-url", envvar="FAILCLASS_DATABASE_URL", help="The notices' store, with --notify (default: the service's)."
-)
+@database_option("The notices' store, with --notify (default: the service's).")
 @click.pass_context
 @needs("waste")
 @signal_source()
@@ -153,17 +151,14 @@ def report(
 
 def _notify_rightsizing(sized: Rightsizing, config: PolicyConfig, database_url: str | None) -> None:
     """Queue the users' right-sizing notices and send them (the errors on stderr, one a line)."""
-    from failclass.notify.delivery import deliver
+    from failclass.notify.delivery import deliver_after_answer
     from failclass.notify.notices import enqueue
-    from failclass.store.direct import open_records
-    from failclass.store.reach import default_database_url, reaching
     from failclass.waste.rightsize import notices
 
-    url, now = database_url or default_database_url(), datetime.now(UTC)
-    with reaching(url):
-        store = open_records(url)
+    now = datetime.now(UTC)
+    with records_at(database_url) as store:
         queued = enqueue(store, notices(sized, now), config.notifications, now)
-        done = deliver(store, config.notifications, config.notifications.hook_seconds)
+        done = deliver_after_answer(store, config.notifications)
     click.echo(f"right-sizing notices: {queued.count('queued')} queued, {done.sent} sent", err=True)
     for error in done.errors:
         click.echo(f"error: notice: {error}", err=True)

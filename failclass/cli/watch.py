@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from failclass.cli.common import ConfigProblem, configured, input_failure
+from failclass.cli.common import ConfigProblem, configured, database_option, input_failure, records_at
 from failclass.cli.extras import needs
 from failclass.cli.notify import policy_option
 from failclass.cli.signal_source import signal_source
@@ -90,9 +90,7 @@ def minutes_option(name: str, help: str) -> Callable[[F], F]:
     "the pod's StatefulSet or Deployment to zero, suspends its Job or deletes an ownerless pod; a hung pod is deleted).",
 )
 @policy_option
-@click.option(
-    "--database-url", envvar="FAILCLASS_DATABASE_URL", help="The store of the steps (default: the service's SQLite file)."
-)
+@database_option("The store of the steps (default: the service's SQLite file).")
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="How the signals are printed."
 )
@@ -201,21 +199,16 @@ def _enforce(found: list[Signal], config: PolicyConfig, database_url: str | None
     """Take the steps of ``found`` with ``act`` (failclass.waste.enforce), print them, send
     their notices; whether every call the steps made succeeded."""
     from failclass.contracts import to_json
-    from failclass.notify.delivery import deliver
-    from failclass.store.direct import open_records
-    from failclass.store.reach import default_database_url, reaching
+    from failclass.notify.delivery import deliver_after_answer
     from failclass.waste.enforce import FAILED, enforce
 
-    url = database_url or default_database_url()
-    with reaching(url):
-        store = open_records(url)
+    with records_at(database_url) as store:
         taken = enforce(found, store, config, now, act)
-    for step in taken:
-        _print_step(to_json(step), fmt)
-    click.echo(f"{len(found)} signals, {len(taken)} steps taken (the others were taken before in their stretch)", err=True)
-    sys.stdout.flush()  # the steps are out before any notice is sent
-    with reaching(url):
-        for error in deliver(store, config.notifications, config.notifications.hook_seconds).errors:
+        for step in taken:
+            _print_step(to_json(step), fmt)
+        click.echo(f"{len(found)} signals, {len(taken)} steps taken (the others were taken before in their stretch)", err=True)
+        sys.stdout.flush()  # the steps are out before any notice is sent
+        for error in deliver_after_answer(store, config.notifications).errors:
             click.echo(f"error: notice: {error}", err=True)
     return not any(FAILED in line for step in taken for line in step.done)
 
@@ -224,18 +217,15 @@ def _enforce(found: list[Signal], config: PolicyConfig, database_url: str | None
 @click.option("--job", "job_id", help="The steps of this job only.")
 @click.option("--user", help="The steps of this user's jobs only.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many, newest first.")
-@click.option("--database-url", envvar="FAILCLASS_DATABASE_URL", help="The steps' store (default: the service's SQLite file).")
+@database_option("The steps' store (default: the service's SQLite file).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def steps_command(job_id: str | None, user: str | None, limit: int, database_url: str | None, fmt: str) -> None:
     """The steps `waste watch --act slurm|kubernetes` took on running jobs, newest first: when, what,
     to whom, why, and what was run. Exit status 3: the store cannot be opened."""
     from failclass.contracts import to_json
-    from failclass.store.direct import open_records
-    from failclass.store.reach import default_database_url, reaching
 
-    url = database_url or default_database_url()
-    with reaching(url):
-        found = open_records(url).watch_steps(job_id=job_id, user=user, limit=limit)
+    with records_at(database_url) as store:
+        found = store.watch_steps(job_id=job_id, user=user, limit=limit)
     for step in found:
         if fmt == "json":
             click.echo(json.dumps(to_json(step)))

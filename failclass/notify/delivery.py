@@ -96,3 +96,12 @@ class DeliveryThread:
                 deliver(self.store, self.settings, seconds=self.interval_s)
             except Exception as exc:  # a store that is down now: the next round tries again
                 print(f"failclass notify: delivery round failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def deliver_after_answer(store: Outbox, settings: Notifications) -> Delivered:
+    """After a command's answer: the notices due, sent for at most the policy's
+    ``hook_seconds`` (nothing without a route). What is left stays queued for `failclass
+    notify flush` or the service."""
+    if not settings.routes or not settings.hook_seconds:
+        return Delivered()
+    return deliver(store, settings, settings.hook_seconds)
