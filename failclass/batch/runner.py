@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from failclass.batch.collect import AttemptCollector
-from failclass.batch.executors import Executor, local_executor
 from failclass.batch.ids import DEFAULT_ID_PATTERN, Facts, Key, attempt_of, is_log
 from failclass.batch.output import RESULTS
 from failclass.batch.resume import done_attempts, pending_attempts
 from failclass.batch.workers import MemberAnswer, answer_of, classify_members, worker_classifier, worker_name
 from failclass.errors import DamagedMember
+from failclass.executors import Executor, local_executor
 from failclass.limits import LIMITS
 from failclass.logs.archives import Member, members
 from failclass.logs.text import Resumed, read_head

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-from failclass.cli.common import EXIT_INPUT, classifier, input_failure, options
+from failclass.cli.common import EXIT_INPUT, classifier, dask_scheduler, executor_options, input_failure, options
 from failclass.cli.extras import needs
 from failclass.cli.progress import progress
 from failclass.errors import InputError
@@ -19,19 +18,9 @@ from failclass.matching.taxonomy import builtin_taxonomy
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Results folder (resumed if it exists)."
 )
-@click.option(
-    "--executor",
-    "--engine",
-    "executor",
-    type=click.Choice(["local", "dask"]),
-    default="local",
-    show_default=True,
-    help="Where logs are classified: local processes, or the workers of a Dask cluster (--engine is the old name).",
-)
-@click.option("--scheduler", help="Dask scheduler address (tcp://host:8786) for --executor dask.")
+@executor_options("logs are classified")
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Attempt facts and their logs.")
 @click.option("--id-pattern", help="Regex with groups job (and attempt) over a log's path, when there is no manifest.")
-@click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores")
 @click.pass_context
 @needs("batch")
 def batch(
@@ -46,14 +35,14 @@ def batch(
 ) -> None:
     """Classify every attempt in directories and archives (tar, zip, gz, zst) of logs;
     SOURCES are local paths or fsspec URLs."""
+    from failclass import executors
     from failclass.analytics.records import manifest_rows
-    from failclass.batch import executors, ids, output, runner
+    from failclass.batch import ids, output, runner
 
     missing = [s for s in sources if "://" not in s and not Path(s).exists()]
     if missing:
         raise click.UsageError(f"no such source: {', '.join(missing)}")
-    if executor == "dask" and not scheduler:
-        raise click.UsageError("--executor dask needs --scheduler ADDRESS")
+    dask = dask_scheduler(executor, scheduler)
     classifier(ctx, with_model=True)  # the options are checked here, once, before any worker builds its own
 
     facts = owners = None
@@ -73,7 +62,7 @@ def batch(
                 facts,
                 owners,
                 options=options(ctx),
-                executor=(lambda: executors.dask_executor(scheduler)) if executor == "dask" and scheduler else None,
+                executor=(lambda: executors.dask_executor(dask)) if dask else None,
                 on_progress=advance,
             )
     except InputError as exc:

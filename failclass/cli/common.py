@@ -5,6 +5,7 @@ store cannot be opened or used."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from failclass.model.artifact import LoadedModel
 from failclass.options import ClassifierOptions
 
 if TYPE_CHECKING:
+    from failclass.executors import Executor
     from failclass.store.records import Records
 
 T = TypeVar("T")
@@ -102,3 +104,49 @@ def records_at(database_url: str | None) -> Iterator[Records]:
     url = database_url or default_database_url()
     with reaching(url):
         yield open_records(url)
+
+
+def executor_options(what: str) -> Callable[[F], F]:
+    """--executor, --scheduler and --processes: where ``what`` runs."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(
+            (
+                click.option(
+                    "--executor",
+                    type=click.Choice(["local", "dask"]),
+                    default="local",
+                    show_default=True,
+                    help=f"Where {what}: local processes, or the workers of a Dask cluster.",
+                ),
+                click.option("--scheduler", help="Dask scheduler address (tcp://host:8786) for --executor dask."),
+                click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores"),
+            )
+        ):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+@contextmanager
+def executor_at(executor: str, scheduler: str | None, processes: int) -> Iterator[Executor | None]:
+    """The executor the options name (none for one local process); a Dask one needs --scheduler."""
+    from failclass import executors
+
+    if dask_scheduler(executor, scheduler):
+        assert scheduler is not None
+        with executors.dask_executor(scheduler) as client:
+            yield client
+    elif processes > 1:
+        with executors.local_executor(processes) as pool:
+            yield pool
+    else:
+        yield None
+
+
+def dask_scheduler(executor: str, scheduler: str | None) -> str | None:
+    """The scheduler's address for --executor dask (a usage error without one); else None."""
+    if executor == "dask" and not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler ADDRESS")
+    return scheduler if executor == "dask" else None

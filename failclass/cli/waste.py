@@ -8,17 +8,29 @@ from typing import TYPE_CHECKING
 
 import click
 
-from failclass.cli.common import ConfigProblem, configured, database_option, input_failure, records_at
+from failclass.cli.common import (
+    ConfigProblem,
+    configured,
+    database_option,
+    executor_at,
+    executor_options,
+    input_failure,
+    records_at,
+)
 from failclass.cli.extras import needs
 from failclass.cli.notify import policy_option
 from failclass.cli.signal_source import signal_source
 from failclass.cli.watch import steps_command, watch_command
 from failclass.errors import ConfigError, InputError
 from failclass.policy.config import load_policy
+from failclass.waste import PART_ROWS
 
 if TYPE_CHECKING:
     from failclass.policy.config import PolicyConfig
+    from failclass.waste.analyse import WasteOptions
     from failclass.waste.formats.prometheus_api import PrometheusQuery
+    from failclass.waste.heatmap import HeatMap
+    from failclass.waste.report import WasteReport
     from failclass.waste.rightsize import Rightsizing
 
 
@@ -82,6 +94,14 @@ def waste() -> None:
     is_flag=True,
     help="Queue each user's right-sizing advice as a notice (kind rightsizing, once a day) for the policy's routes, and send it.",
 )
+@executor_options("a Parquet table's parts are measured")
+@click.option(
+    "--part-readings",
+    type=click.IntRange(min=1),
+    default=PART_ROWS,
+    show_default=True,
+    help="Readings in a part of a Parquet table (whole row groups and jobs; each part is measured on its own).",
+)
 @policy_option
 @database_option("The notices' store, with --notify (default: the service's).")
 @click.pass_context
@@ -100,6 +120,10 @@ def report(
     fmt: str,
     top: int,
     notify: bool,
+    executor: str,
+    scheduler: str | None,
+    processes: int,
+    part_readings: int,
     policy_file: Path | None,
     database_url: str | None,
 ) -> None:
@@ -114,17 +138,14 @@ def report(
     from failclass.waste.measure import Thresholds
     from failclass.waste.report import to_json, to_text
 
+    thresholds, limit_s = Thresholds(idle_slot_s=idle_slot, low_util_pct=low), time_limit * 3600 if time_limit else None
     options = WasteOptions(
-        jobs_file,
-        causes_file or CAUSES,
-        Thresholds(idle_slot_s=idle_slot, low_util_pct=low),
-        time_limit * 3600 if time_limit else None,
-        gpu_memory_mib,
-        logs_dir,
+        jobs_file, causes_file or CAUSES, thresholds, limit_s, gpu_memory_mib, logs_dir, part_rows=part_readings
     )
     heat = HeatMap() if fmt == "html" else None
     try:
-        built = analyse(signals, options, heat)
+        with executor_at(executor, scheduler, processes) as runs:
+            built = analyse(signals, options, heat, runs)
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
     except InputError as exc:
@@ -139,14 +160,19 @@ def report(
     if notify:
         _notify_rightsizing(built.rightsizing, configured(lambda: load_policy(policy_file)), database_url)
     if fmt == "html":
-        from failclass.waste.analyse import series_of
-        from failclass.waste.html import to_html  # matplotlib and jinja2 load only here
-
-        series = series_of(signals, options, {job.job for job in built.jobs[:top]})
-        sources = [str(path) for path in signals] if isinstance(signals, tuple) else [signals.url]
-        click.echo(to_html(built, heat or HeatMap(), series, sources, top), nl=False)
+        click.echo(_html(built, heat or HeatMap(), signals, options, top), nl=False)
         return
     click.echo(to_json(built) if fmt == "json" else to_text(built, top), nl=False)
+
+
+def _html(built: WasteReport, heat: HeatMap, signals: tuple[Path, ...] | PrometheusQuery, options: WasteOptions, top: int) -> str:
+    """The HTML page, with the series of the ``top`` jobs read again."""
+    from failclass.waste.analyse import series_of
+    from failclass.waste.html import to_html  # matplotlib and jinja2 load only here
+
+    series = series_of(signals, options, {job.job for job in built.jobs[:top]})
+    sources = [str(path) for path in signals] if isinstance(signals, tuple) else [signals.url]
+    return to_html(built, heat, series, sources, top)
 
 
 def _notify_rightsizing(sized: Rightsizing, config: PolicyConfig, database_url: str | None) -> None:

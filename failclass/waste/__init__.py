@@ -5,5 +5,8 @@ it into advice and scheduler signals.
 The pipeline: ``formats`` (DCGM scrapes, Prometheus range queries, nvidia-smi CSV,
 Parquet) → ``samples`` (one columnar table) → ``allocation`` (which job held which GPU
 when) → ``measure`` (U, idle slots, stable phases, drops) → ``explain`` (causes from
-the aligned log and the series) → ``report``.
+the aligned log and the series) → ``report``. A Parquet table is measured in parts of
+whole jobs (``analyse``), here or on an executor's workers.
 """
+
+PART_ROWS = 4_000_000  # readings in a part of a Parquet table: a few hundred MB while it is measured

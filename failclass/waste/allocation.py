@@ -53,6 +53,15 @@ class Matching:
     whole_nodes: set[str] = field(default_factory=set)  # jobs that named nodes but no GPU count: given their free GPUs
     span: tuple[float, float] = (math.inf, -math.inf)
 
+    def absorb(self, other: Matching) -> None:
+        """Add what another part of the readings found."""
+        self.readings += other.readings
+        self.dropped += other.dropped
+        for name in ("dropped_gpus", "matched", "labelled", "reading_nodes", "whole_nodes"):
+            getattr(self, name).update(getattr(other, name))
+        self.ambiguous.update(other.ambiguous)
+        self.span = (min(self.span[0], other.span[0]), max(self.span[1], other.span[1]))
+
 
 def assign(samples: GpuSamples, jobs: Sequence[JobAllocation], matching: Matching | None = None) -> GpuSamples:
     """Tag each reading that names no job with the job that held its GPU at that time;

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -48,18 +48,45 @@ class LogEvidence:
         """Whether a pattern finds the line's message: its last carriage-return state, after
         any rank tag, time stamp, logger name or level (``^`` is the message's start)."""
         line = segment(line)
-        anywhere, at_start = self._split
-        if any(p.search(line) for p in anywhere):
+        anywhere, at_start = self._joined
+        if anywhere is not None and anywhere.search(line):
             return True
-        return bool(at_start) and any(p.match(line, at) for at in MESSAGE.starts(line) for p in at_start)
+        return at_start is not None and any(at_start.match(line, at) for at in _message_starts(line))
 
     @cached_property
-    def _split(self) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
-        """The unanchored patterns, and the ``^`` ones without their caret, for ``match`` at each
-        place a message may start (``re``'s ``^`` holds only at the string's start, not at ``pos``)."""
-        anywhere = tuple(p for p in self.patterns if not p.pattern.startswith("^"))
-        at_start = tuple(re.compile(p.pattern[1:], p.flags) for p in self.patterns if p.pattern.startswith("^"))
-        return anywhere, at_start
+    def _joined(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        """The unanchored patterns as one alternation, and the ``^`` ones without their caret as
+        another, for ``match`` at each place a message may start (``re``'s ``^`` holds only at
+        the string's start, not at ``pos``); each keeps its own flags."""
+        anywhere = [p for p in self.patterns if not p.pattern.startswith("^")]
+        at_start = [re.compile(p.pattern[1:], p.flags) for p in self.patterns if p.pattern.startswith("^")]
+        return _alternation(anywhere), _alternation(at_start)
+
+
+def _alternation(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One pattern matching where any of ``patterns`` does (their flags scoped to each)."""
+    if not patterns:
+        return None
+    scoped = (f"(?{_letters(p.flags)}:{_GLOBAL_FLAGS.sub('', p.pattern, count=1)})" for p in patterns)
+    return re.compile("|".join(scoped))
+
+
+_GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")  # (?i) at a pattern's start: in its flags already
+
+
+def _letters(flags: int) -> str:
+    """A pattern's flags as a scoped group's letters (str patterns are Unicode already)."""
+    named = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
+    left = flags & ~re.UNICODE & ~sum(flag for flag, _ in named)
+    if left:
+        raise Invalid(f"a pattern flag other than i, m, s, x: {flags}", "patterns")
+    return "".join(letter for flag, letter in named if flags & flag)
+
+
+@lru_cache(maxsize=64)
+def _message_starts(line: str) -> list[int]:
+    """Where a line's message may start (the causes ask for the same line in turn)."""
+    return MESSAGE.starts(line)
 
 
 @dataclass(frozen=True)

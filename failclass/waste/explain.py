@@ -5,9 +5,10 @@ GPU's series (peak memory against total, the job's other GPUs), with the evidenc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -180,24 +181,26 @@ def _series_basis(cause: Cause, facts: _Facts) -> str:
     return "the series: " + ", ".join(said[name] for name in cause.series if name in said)
 
 
+_CHECKS: dict[str, Callable[[_Facts, Any], bool]] = {
+    "peak_memory_below_pct": lambda f, v: f.peak_pct < float(v),
+    "peak_memory_above_pct": lambda f, v: f.peak_pct > float(v),
+    "other_gpus_used": lambda f, v: f.other_gpus_used == bool(v),
+    "job_kind": lambda f, v: f.job_kind == v,
+    "min_idle_share": lambda f, v: f.idle_share >= float(v),
+    "job_low": lambda f, v: f.job_low == bool(v),
+    "min_phase_share": lambda f, v: f.phase_share >= float(v),
+    "max_phase_share": lambda f, v: f.phase_share <= float(v),
+    "synchronous_dips": lambda f, v: f.synchronous_dips == bool(v),
+    "min_low_share": lambda f, v: f.low_share >= float(v),
+    "max_util_pct": lambda f, v: f.util <= float(v),
+    "min_floor_pct": lambda f, v: f.floor >= float(v),
+    "max_busy_pct": lambda f, v: f.busy <= float(v),
+    "max_explained_share": lambda f, v: f.explained_share <= float(v),
+}
+
+
 def _series_hold(series: Mapping[str, object], facts: _Facts) -> bool:
-    checks = {
-        "peak_memory_below_pct": lambda v: facts.peak_pct < float(v),
-        "peak_memory_above_pct": lambda v: facts.peak_pct > float(v),
-        "other_gpus_used": lambda v: facts.other_gpus_used == bool(v),
-        "job_kind": lambda v: facts.job_kind == v,
-        "min_idle_share": lambda v: facts.idle_share >= float(v),
-        "job_low": lambda v: facts.job_low == bool(v),
-        "min_phase_share": lambda v: facts.phase_share >= float(v),
-        "max_phase_share": lambda v: facts.phase_share <= float(v),
-        "synchronous_dips": lambda v: facts.synchronous_dips == bool(v),
-        "min_low_share": lambda v: facts.low_share >= float(v),
-        "max_util_pct": lambda v: facts.util <= float(v),
-        "min_floor_pct": lambda v: facts.floor >= float(v),
-        "max_busy_pct": lambda v: facts.busy <= float(v),
-        "max_explained_share": lambda v: facts.explained_share <= float(v),
-    }
-    return all(checks[name](value) for name, value in series.items())
+    return all(_CHECKS[name](facts, value) for name, value in series.items())
 
 
 @dataclass(frozen=True)

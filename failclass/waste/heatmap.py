@@ -30,6 +30,12 @@ class HeatMap:
             self.sums[name] = self.sums.get(name, 0.0) + float(total)
             self.counts[name] = self.counts.get(name, 0) + int(count)
 
+    def absorb(self, other: HeatMap) -> None:
+        """Add another part's cells."""
+        for key, total in other.sums.items():
+            self.sums[key] = self.sums.get(key, 0.0) + total
+            self.counts[key] = self.counts.get(key, 0) + other.counts[key]
+
     def grid(self, max_nodes: int = 64) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Nodes (the ``max_nodes`` with most readings), hours, and the mean per cell (NaN: no data)."""
         if not self.counts:

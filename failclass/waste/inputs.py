@@ -53,6 +53,11 @@ class InputCheck:
         self.origins = merge_totals([self.origins, {key: batch.totals.get(key, unrecorded) for key in present}])
         return batch
 
+    def absorb(self, other: InputCheck) -> None:
+        """Add what checking another part of the readings met."""
+        self.matching.absorb(other.matching)
+        self.origins = merge_totals([self.origins, other.origins])
+
     def report(self, jobs: Mapping[str, JobAllocation]) -> InputReport:
         summary = None
         warnings = list(self.jobs_file.notes) if self.jobs_file else []

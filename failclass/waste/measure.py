@@ -281,7 +281,18 @@ def _sorted_by_segment(values: np.ndarray, segment: np.ndarray, segments: int) -
     """``values`` sorted within their segments, each segment's first index and its count."""
     counts = np.bincount(segment, minlength=segments)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    return values[np.lexsort((values, segment))], starts, counts
+    return _sorted_within(values, segment), starts, counts
+
+
+def _sorted_within(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """``values`` ordered by segment, then value: one sort of ``segment * 128 + value`` where
+    that key is exact (utilisation, 0-100 %), else a two-key sort (several times slower)."""
+    if len(values) and values.min() >= 0 and values.max() < 128 and segment.max() < 1 << 30:
+        offset = segment.astype(np.float64) * 128
+        key = offset + values
+        if np.array_equal(key - offset, values):
+            return np.sort(key) - np.sort(offset)
+    return values[np.lexsort((values, segment))]
 
 
 def _run_intervals(kind: str, table: GpuSamples, runs: _Runs, dt: np.ndarray, mem: np.ndarray) -> Intervals:

@@ -106,7 +106,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "failclass.adapters.slurm_install": ("tests/hook/test_hook.py", '"slurm-install"'),
     "failclass.hook.evidence": ("tests/adapters/test_protocol.py", "evidence"),
     "failclass.batch.collect": ("tests/batch/test_batch.py", "an attempt was written twice"),
-    "failclass.batch.executors": ("tests/batch/test_batch.py", '"--executor",'),
+    "failclass.executors": ("tests/batch/test_batch.py", '"--executor",'),
     "failclass.batch.output": ("tests/batch/test_batch.py", "results.parquet"),
     "failclass.batch.workers": ("tests/batch/test_batch.py", "classified_by"),
     "failclass.analytics.comparison": ("tests/analytics/test_filters.py", "compare"),

@@ -39,7 +39,7 @@ async def waste_report(body: WasteIn, metrics: MetricsDep, _: Reader) -> WasteRe
     samples = _samples(body, jobs, check.matching)
     options = WasteOptions(time_limit_s=body.time_limit_hours * 3600 if body.time_limit_hours else None)
     by_name = {j.job: j for j in jobs}
-    report = await run_in_threadpool(analyse_batches, [samples], by_name, load_causes(), {}, options, None, check)
+    report = await run_in_threadpool(analyse_batches, [samples], by_name, load_causes(), options, check, read_logs=False)
     for cause in report.causes:
         metrics.waste_gpu_hours.labels(cause.cause).set(cause.gpu_h)
     return report

@@ -2,13 +2,14 @@
 mem_used, mem_total and job (strings for node and job, dictionary-encoded on disk), and
 where the table has it, model (the name each GPU reports, for right-sizing advice).
 
-Large tables are read a row group at a time by ``iter_parquet``; the writer keeps each
-job's rows together, so a measure over batches never splits a job."""
+Large tables are read in parts (``parts``, ``read_part``): consecutive row groups of about
+``PART_ROWS`` readings, each holding whole jobs. A table whose jobs' rows lie together (as
+the writer keeps them) is measured part by part, in one process or many, with the figures
+of the whole; a part is never smaller than a row group."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from failclass.errors import InputError
+from failclass.waste import PART_ROWS
 from failclass.waste.samples import GpuSamples, TotalOrigin
 
 COLUMNS = ("node", "gpu", "ts", "util", "mem_used", "mem_total", "job")
@@ -51,10 +53,60 @@ def to_arrow(samples: GpuSamples) -> pa.Table:
 def read_parquet(path: Path) -> GpuSamples:
     from failclass.waste.samples import concat
 
-    return concat(list(iter_parquet(path)))
+    return concat([read_part(part) for part in parts(path)])
 
 
-def iter_parquet(path: Path, batch_rows: int = 4_000_000) -> Iterator[GpuSamples]:
+@dataclass(frozen=True)
+class Part:
+    """Row groups ``first`` to ``stop`` of one table, as whole jobs: the leading rows of a job
+    that began in the group before are the part before's, and the job still running at the
+    last group is followed into the groups after."""
+
+    path: Path
+    first: int
+    stop: int
+    rows: int  # readings in its own groups
+
+
+def parts(path: Path, rows: int = PART_ROWS) -> list[Part]:
+    """The table cut into parts of about ``rows`` readings, at row-group boundaries."""
+    handle = _open(path)
+    found: list[Part] = []
+    first = taken = 0
+    groups = handle.metadata.num_row_groups
+    for group in range(groups):
+        taken += handle.metadata.row_group(group).num_rows
+        if taken >= rows or group == groups - 1:
+            found.append(Part(path, first, group + 1, taken))
+            first, taken = group + 1, 0
+    return found
+
+
+def read_part(part: Part) -> GpuSamples:
+    """The part's readings, with its jobs whole (see ``Part``)."""
+    from failclass.waste.samples import concat
+
+    handle = _open(part.path)
+    skip = _job_at(handle, part.path, part.first - 1) if part.first > 0 else ""
+    pieces = []
+    for group in range(part.first, part.stop):
+        samples = _group(handle, part.path, group)
+        if skip:
+            lead = _leading(samples, skip)
+            skip = skip if lead == len(samples) else ""
+            samples = samples.take(np.arange(lead, len(samples)))
+        pieces.append(samples)
+    follow = "" if skip else _job_at(handle, part.path, part.stop - 1)  # a part all of the job before follows nothing
+    for group in range(part.stop, handle.metadata.num_row_groups if follow else part.stop):
+        samples = _group(handle, part.path, group)
+        lead = _leading(samples, follow)
+        pieces.append(samples.take(np.arange(lead)))
+        if lead < len(samples):
+            break
+    return concat(pieces)
+
+
+def _open(path: Path) -> pq.ParquetFile:
     try:
         handle = pq.ParquetFile(str(path))
     except (pa.ArrowInvalid, OSError) as exc:
@@ -62,14 +114,32 @@ def iter_parquet(path: Path, batch_rows: int = 4_000_000) -> Iterator[GpuSamples
     missing = set(COLUMNS) - set(handle.schema_arrow.names)
     if missing:
         raise InputError(f"{path}: Parquet without the columns {sorted(missing)}")
+    return handle
+
+
+def _group(handle: pq.ParquetFile, path: Path, group: int) -> GpuSamples:
+    wanted = [*COLUMNS, *([MODEL] if MODEL in handle.schema_arrow.names else [])]
     try:
-        wanted = [*COLUMNS, *([MODEL] if MODEL in handle.schema_arrow.names else [])]
-        for batch in handle.iter_batches(batch_size=batch_rows, columns=wanted):
-            samples = from_arrow(batch)
-            samples.check(str(path))
-            yield replace(samples, totals=_origins(samples))
-    except pa.ArrowInvalid as exc:
+        samples = from_arrow(handle.read_row_group(group, columns=wanted))
+    except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: damaged Parquet: {exc}") from exc
+    samples.check(str(path))
+    return replace(samples, totals=_origins(samples))
+
+
+def _job_at(handle: pq.ParquetFile, path: Path, group: int) -> str:
+    """The job of a group's last row ("" for a reading of no job: no job runs on)."""
+    try:
+        column = handle.read_row_group(group, columns=["job"]).column("job")
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: damaged Parquet: {exc}") from exc
+    return str(column[-1].as_py() or "") if len(column) else ""
+
+
+def _leading(samples: GpuSamples, job: str) -> int:
+    """How many of the first rows are ``job``'s."""
+    theirs = np.asarray([name == job for name in samples.jobs] or [False])[samples.job]
+    return len(theirs) if theirs.all() else int(np.argmin(theirs))
 
 
 def _origins(samples: GpuSamples) -> dict[tuple[str, int], TotalOrigin]:

@@ -1,5 +1,6 @@
-"""Where members are classified: a local process pool whose workers die with the
-runner, or the workers of a Dask distributed cluster."""
+"""Where work runs: a local process pool whose workers die with the process that made it,
+or the workers of a Dask distributed cluster (the batch classifier and the waste analysis
+both take either)."""
 
 from __future__ import annotations
 
