@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -136,7 +138,7 @@ def report(
     from failclass.waste.causes import CAUSES
     from failclass.waste.heatmap import HeatMap
     from failclass.waste.measure import Thresholds
-    from failclass.waste.report import to_json, to_text
+    from failclass.waste.report import json_chunks, to_text
 
     thresholds, limit_s = Thresholds(idle_slot_s=idle_slot, low_util_pct=low), time_limit * 3600 if time_limit else None
     options = WasteOptions(
@@ -162,7 +164,14 @@ def report(
     if fmt == "html":
         click.echo(_html(built, heat or HeatMap(), signals, options, top), nl=False)
         return
-    click.echo(to_json(built) if fmt == "json" else to_text(built, top), nl=False)
+    _write(json_chunks(built) if fmt == "json" else [to_text(built, top)])
+
+
+def _write(chunks: Iterable[str]) -> None:
+    """The answer to stdout a piece at a time (a month's JSON is larger than it is worth holding)."""
+    for chunk in chunks:
+        sys.stdout.write(chunk)
+    sys.stdout.flush()
 
 
 def _html(built: WasteReport, heat: HeatMap, signals: tuple[Path, ...] | PrometheusQuery, options: WasteOptions, top: int) -> str:

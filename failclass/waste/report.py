@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import zip_longest
 from typing import Any
@@ -28,7 +28,7 @@ from failclass.waste.summary import GroupWaste, Headline, JobWaste
 UNEXPLAINED = "unexplained"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # millions in a month's report
 class IntervalRow:
     """One phase of one GPU (an idle slot, a low phase, a drop, a whole life) and its cause."""
 
@@ -94,10 +94,23 @@ class WasteReport:
     rightsizing: Rightsizing
 
     def to_dict(self) -> dict[str, Any]:
-        document = asdict(self)
-        for row, out in zip(self.intervals, document["intervals"], strict=True):
-            out["summary"] = row.summary
+        document: dict[str, Any] = _plain(self)
         return document
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses as dicts (an interval with its summary), tuples as lists, all the way down
+    (``asdict`` without its copies)."""
+    if hasattr(value, "__dataclass_fields__"):
+        found = {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+        if isinstance(value, IntervalRow):
+            found["summary"] = value.summary
+        return found
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def interval_rows(measured: Measured, attributions: Sequence[Attribution]) -> list[IntervalRow]:
@@ -181,7 +194,37 @@ def build(
 
 
 def to_json(report: WasteReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
+    return "".join(json_chunks(report))
+
+
+def json_chunks(report: WasteReport) -> Iterator[str]:
+    """The report as JSON, piece by piece (each row made when written): its sections and
+    their parts indented, each row of a table (a job, an interval) on a line of its own."""
+    yield from _layout(report, "")
+    yield "\n"
+
+
+def _layout(value: Any, indent: str) -> Iterator[str]:
+    inner = indent + "  "
+    if hasattr(value, "__dataclass_fields__") and len(indent) < 4:
+        value = {name: getattr(value, name) for name in value.__dataclass_fields__}
+    if isinstance(value, dict) and value and len(indent) < 4:
+        yield "{"
+        for number, (key, item) in enumerate(value.items()):
+            yield ("," if number else "") + f"\n{inner}{json.dumps(key)}: "
+            yield from _layout(item, inner)
+        yield f"\n{indent}}}"
+    elif isinstance(value, list) and value and len(indent) < 6:
+        yield "["
+        for number, item in enumerate(value):
+            yield ("," if number else "") + f"\n{inner}{_compact(item)}"
+        yield f"\n{indent}]"
+    else:
+        yield _compact(value)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(_plain(value), allow_nan=False, default=str, separators=(", ", ": "))
 
 
 def to_text(report: WasteReport, top: int = 10) -> str:
