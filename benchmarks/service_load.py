@@ -12,7 +12,7 @@ Starts `failclass serve` (no tokens), then drives it with wrk (Lua scripts writt
 Prints requests/s and latency p50/p99 per case; writes benchmarks/results/service_load.json,
 and with --readme WHAT the table into the README (between its service_load markers).
 
-    python benchmarks/service_load.py [--duration 20] [--connections 16] [--postgres] [--readme WHAT]
+    python benchmarks/service_load.py [--duration 20] [--connections 16] [--postgres] [--only attempts] [--readme WHAT]
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--postgres", action="store_true", help="also POST /v1/attempts on PostgreSQL")
+    parser.add_argument("--only", choices=("classify", "attempts"), help="run only the cases of this route")
     readme_options(parser, "service_load")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -110,6 +111,8 @@ def main() -> None:
     if args.postgres:
         cases.append(("POST /v1/attempts, 10 KB log, PostgreSQL, 2 workers", "postgresql", "2", "/", attempts))
 
+    if args.only is not None:
+        cases = [case for case in cases if case[0].startswith(f"POST /v1/{args.only},")]
     results = []
     print(f"{'case':58}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}")
     for title, database, workers, path, script in cases:
