@@ -152,7 +152,7 @@ class Classifier:
         end = tail.numbered_lines(result.lines)
         if kept is not None:
             kept.end = end
-        return Examination(result, progress_of(text for _, text in end), templates=kept)
+        return Examination(result, progress_of([text for _, text in end]), templates=kept)
 
     def _classify(self, reader: BlockReader, tail: Tail, templates: Templates | None = None) -> Classification:
         scan = self.matcher.scan(tail.watch(reader if templates is None else templates.watch(reader)))
