@@ -114,7 +114,7 @@ class GoodRuns:
             row = {"attempt_id": attempt_id, "job_id": attempt.job_id, "user": attempt.user}
             for new in kept.candidates(known, UNSEEN_KEPT):
                 line = {"template": template(new.text), "line": new.line, "text": new.text, "count": new.count}
-                db.insert("unseen_lines", {**row, **line, "against": reference[0] if reference else None})
+                db.add("unseen_lines", {**row, **line, "against": reference[0] if reference else None})
         if passed:
             cls._keep_good_run(db, attempt_id, attempt, examined, kept.counts, now)
         elif progress is not None and (reference is None or (reference[1] != "passed" and _further(progress, reference))):
@@ -132,7 +132,7 @@ class GoodRuns:
         facts = {"job_id": attempt.job_id, "user": attempt.user, "attempt_id": attempt_id, "attempt_no": attempt.attempt}
         at = {"progress_epoch": progress.epoch if progress else None, "progress_step": progress.step if progress else None}
         sizes = {"lines": kept.lines, "dropped": kept.dropped, "templates": templates}
-        db.insert("good_runs", {**facts, "status": attempt.status, **at, **sizes, "kept_at": now})
+        db.add("good_runs", {**facts, "status": attempt.status, **at, **sizes, "kept_at": now})
 
 
 def _further(progress: Progress, reference: tuple[Any, ...]) -> bool:
