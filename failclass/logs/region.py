@@ -142,4 +142,9 @@ def shows_failure(lines: Sequence[str], endings: Endings) -> bool:
 def region_lines(text: str) -> list[str]:
     """The failure region of a log's text, each line normalised."""
     lines = text.split("\n")
-    return [normalise_line(segment(lines[i])) for i in region_indices(lines)]
+    return normalised(lines, region_indices(lines))
+
+
+def normalised(lines: Sequence[str], indices: Sequence[int]) -> list[str]:
+    """The lines at ``indices`` (a failure region's), each as the model reads it."""
+    return [normalise_line(segment(lines[i])) for i in indices]
