@@ -12,7 +12,7 @@ Starts `failclass serve` (no tokens), then drives it with wrk (Lua scripts writt
 Prints requests/s and latency p50/p99 per case; writes benchmarks/results/service_load.json,
 and with --readme WHAT the table into the README (between its service_load markers).
 
-    python benchmarks/service_load.py [--duration 20] [--connections 16] [--postgres] [--readme WHAT]
+    python benchmarks/service_load.py [--duration 20] [--connections 16] [--postgres] [--only attempts] [--readme WHAT]
 """
 
 from __future__ import annotations
@@ -47,7 +47,11 @@ local f = io.open("{path}", "rb")
 local log = f:read("*all")
 f:close()
 local counter = 0
-local thread_tag = tostring(math.random(1, 1000000000))
+local threads = 0
+setup = function(thread)
+  threads = threads + 1
+  thread:set("thread_tag", threads)  -- each thread's own: its job ids are no other thread's
+end
 request = function()
   counter = counter + 1
   local body = '{{"job_id":"bench-' .. thread_tag .. '-' .. counter .. '","attempt":1,"user":"user-' .. (counter % 50) .. '","gpus":8,"log":' .. log .. '}}'
@@ -72,7 +76,8 @@ def seconds(value: str) -> float:
 
 
 def run_wrk(url: str, script: Path, duration: int, connections: int) -> dict[str, float]:
-    command = ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), url]
+    # a request slower than wrk's default timeout (2 s) would be left out of the latencies
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "30s", "--latency", "-s", str(script), url]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.MULTILINE))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -90,6 +95,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--postgres", action="store_true", help="also POST /v1/attempts on PostgreSQL")
+    parser.add_argument("--only", choices=("classify", "attempts"), help="run only the cases of this route")
     readme_options(parser, "service_load")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -110,6 +116,8 @@ def main() -> None:
     if args.postgres:
         cases.append(("POST /v1/attempts, 10 KB log, PostgreSQL, 2 workers", "postgresql", "2", "/", attempts))
 
+    if args.only is not None:
+        cases = [case for case in cases if case[0].startswith(f"POST /v1/{args.only},")]
     results = []
     print(f"{'case':58}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}")
     for title, database, workers, path, script in cases:

@@ -12,7 +12,7 @@ from failclass.contracts import Classification, Evidence, Origin, Rival, Source
 from failclass.limits import LIMITS
 from failclass.logs.diff import Templates
 from failclass.logs.facts import Progress, progress_of
-from failclass.logs.region import TailLines, segment
+from failclass.logs.region import TailLines, normalised, segment
 from failclass.logs.text import BlockReader, Readable, Tail, blocks_of_text, open_log, open_stream
 from failclass.matching.matcher import Hit, Matcher, ScanResult
 from failclass.matching.roles import Role
@@ -152,7 +152,7 @@ class Classifier:
         end = tail.numbered_lines(result.lines)
         if kept is not None:
             kept.end = end
-        return Examination(result, progress_of(text for _, text in end), templates=kept)
+        return Examination(result, progress_of([text for _, text in end]), templates=kept)
 
     def _classify(self, reader: BlockReader, tail: Tail, templates: Templates | None = None) -> Classification:
         scan = self.matcher.scan(tail.watch(reader if templates is None else templates.watch(reader)))
@@ -240,7 +240,7 @@ class Classifier:
         if not shown and lines.training_to_the_end:  # cut off mid-training: No signature
             return None
         numbered, texts, region = lines.numbered, lines.texts, lines.region
-        probabilities = self.model.model.predict_proba(["\n".join(texts)])[0]
+        probabilities = self.model.model.regions_proba([normalised(texts, region)])[0]
         best = int(probabilities.argmax())
         reason = str(self.model.model.classes_[best])
         confidence = float(probabilities[best])

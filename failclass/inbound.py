@@ -39,6 +39,14 @@ def encodable(value: Any) -> Any:
     return root[0]
 
 
+def utf8(text: str) -> bytes:
+    """The text in UTF-8, each surrogate as U+FFFD (text without one, most, is encoded at once)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return str(encodable(text)).encode()
+
+
 class UnreadableJson(ValueError):
     """JSON that Python's reader gives up on: nested too deep, or a number too long."""
 

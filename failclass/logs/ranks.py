@@ -25,6 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from failclass.logs.text import BlockReader, open_log
@@ -131,7 +132,12 @@ class RankLine:
     path: str
     number: int  # in its file, from 1
     text: str  # without the launcher's prefixes
-    time: float | None  # seconds from the start of the year (the year itself is ignored)
+
+    @cached_property
+    def time(self) -> float | None:
+        """Seconds from the start of the year (the year itself is ignored) where the line
+        begins with a time; read where asked (most lines' never are)."""
+        return time_of(self.text)
 
 
 @dataclass
@@ -309,7 +315,7 @@ def rank_streams(files: Mapping[str, Sequence[str]], layout: Layout) -> list[Str
                 tag.context = f"{path}#task{tag.task}"
             elif tag.host is not None and base.host is None:
                 tag.context = f"{path}#host{tag.host}"
-            tagged.append((tag, RankLine(path, number, text, time_of(text))))
+            tagged.append((tag, RankLine(path, number, text)))
     return _group(tagged, layout)
 
 

@@ -39,6 +39,10 @@ FAILURE_RECORD = re.compile(
     r"|(?:^|[\s:\]\[])[EF]\d{3,4} \d\d:\d\d:\d\d|\d: [EF] [\w/.-]+:\d+\]"  # glog's, c10's and TensorFlow's E/F records
     r"|\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b|\bsignal (?:11|6|7|4|8)\b"  # a fatal signal
 )  # a line that records a failure: an exception, an error-level record, a fatal signal
+# A piece of text that every match of FAILURE_RECORD holds (one per form): a line without
+# one is not searched for FAILURE_RECORD's forms, which are tried at each of its positions
+# (most lines are not failure records, and the search was most of shows_failure's time).
+_RECORD_HINT = re.compile(r'Traceback|File "|Error|Exception|Failure|Fault|ERROR|FATAL|CRITICAL|[EF]\d|: [EF] |SIG|signal ')
 FAILURE_WORDS = re.compile(
     r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|abort(?:s|ed|ing)?|exception|denied|cannot|can't|couldn't|could not"
     r"|unable|not found|no such|refused|timed out|core dumped|segmentation|crash(?:ed|es)?|terminat(?:ed|ing)"
@@ -118,13 +122,18 @@ class TailLines:
         return next((self.numbered[i][0] for i in self.ending if self.endings.names_no_cause(segment(self.texts[i]))), None)
 
 
+def records_failure(text: str) -> bool:
+    """Whether the text holds a failure record (FAILURE_RECORD)."""
+    return _RECORD_HINT.search(text) is not None and FAILURE_RECORD.search(text) is not None
+
+
 def shows_failure(lines: Sequence[str], endings: Endings) -> bool:
     """Whether some line says that something failed (FAILURE_RECORD, or FAILURE_WORDS on a
     line that the endings do not find benign) other than an end reported without a cause
     (principle 6 of the labelling guide: a log with no failure line at all is "No signature")."""
     for line in lines:
         text = segment(line)
-        said = FAILURE_RECORD.search(text) or (FAILURE_WORDS.search(text) and not endings.is_benign(text))
+        said = records_failure(text) or (FAILURE_WORDS.search(text) and not endings.is_benign(text))
         if said and not endings.names_no_cause(text):
             return True
     return False
@@ -133,4 +142,9 @@ def shows_failure(lines: Sequence[str], endings: Endings) -> bool:
 def region_lines(text: str) -> list[str]:
     """The failure region of a log's text, each line normalised."""
     lines = text.split("\n")
-    return [normalise_line(segment(lines[i])) for i in region_indices(lines)]
+    return normalised(lines, region_indices(lines))
+
+
+def normalised(lines: Sequence[str], indices: Sequence[int]) -> list[str]:
+    """The lines at ``indices`` (a failure region's), each as the model reads it."""
+    return [normalise_line(segment(lines[i])) for i in indices]

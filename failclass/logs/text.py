@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from failclass.errors import InputError
-from failclass.inbound import encodable
+from failclass.inbound import utf8
 from failclass.limits import LIMITS
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -231,7 +231,7 @@ def log_end(path: Path, size: int) -> bytes:
 def blocks_of_text(data: bytes | str, block_size: int = LIMITS.read_block_bytes) -> BlockReader:
     """Blocks of an in-memory log (a request body, a rule example); text as UTF-8, what it
     cannot encode as U+FFFD (failclass.inbound)."""
-    raw = encodable(data).encode() if isinstance(data, str) else data
+    raw = utf8(data) if isinstance(data, str) else data
     return BlockReader(io.BytesIO(raw), block_size)
 
 

@@ -122,7 +122,11 @@ class FailureTextModel:
         return weights @ self.coef_[indices] + self.intercept_
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        scores = np.array([self._scores(document_tokens(region_lines(text))) for text in texts], dtype=np.float64)
+        return self.regions_proba([region_lines(text) for text in texts])
+
+    def regions_proba(self, regions: Sequence[Sequence[str]]) -> np.ndarray:
+        """predict_proba of logs whose failure regions are cut already (region_lines)."""
+        scores = np.array([self._scores(document_tokens(region)) for region in regions], dtype=np.float64)
         scores -= scores.max(axis=1, keepdims=True)
         exp = np.exp(scores)
         return exp / exp.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]

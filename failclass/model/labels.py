@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from failclass.errors import ConfigError, InputError
-from failclass.inbound import encodable
+from failclass.inbound import utf8
 from failclass.limits import LIMITS
 from failclass.logs.text import BlockReader, open_log
 from failclass.resources import CHECKOUT, user_data_dir
@@ -48,7 +48,7 @@ def add_label(log: Path, reason: str, known: set[str], directory: Path, note: st
 
 def add_text_label(text: str, reason: str, known: set[str], directory: Path, note: str, by: str) -> Path:
     """Store a log given as text (an HTTP request) as an example of ``reason``."""
-    data = encodable(text).encode()[-LIMITS.label_bytes :]
+    data = utf8(text)[-LIMITS.label_bytes :]
     return _store(data, reason, known, directory, note, by, "request")
 
 

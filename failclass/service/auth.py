@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -97,10 +97,11 @@ def create_token(path: Path, name: str, scopes: list[str]) -> str:
     return secret
 
 
-def requires(scope: str) -> Callable[..., str | None]:
-    """A dependency: the caller's token name, or 401/403."""
+def requires(scope: str) -> Callable[..., Awaitable[str | None]]:
+    """A dependency (a coroutine: no trip through the thread pool): the caller's token
+    name, or 401/403."""
 
-    def check(request: Request, offered: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> str | None:
+    async def check(request: Request, offered: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> str | None:
         tokens: list[Token] | None = request.app.state.tokens
         if tokens is None:
             return None

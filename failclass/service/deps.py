@@ -1,4 +1,5 @@
-"""Dependencies of the routes, as Annotated aliases."""
+"""Dependencies of the routes, as Annotated aliases: coroutines, which FastAPI runs on the
+event loop (a plain function would cost each request a trip through the thread pool)."""
 
 from __future__ import annotations
 
@@ -14,23 +15,23 @@ from failclass.service.settings import Settings
 from failclass.store.repository import Store
 
 
-def _store(request: Request) -> Store:
+async def _store(request: Request) -> Store:
     return request.app.state.store  # type: ignore[no-any-return]
 
 
-def _classifier(request: Request) -> Classifier:
+async def _classifier(request: Request) -> Classifier:
     return request.app.state.classifier  # type: ignore[no-any-return]
 
 
-def _policy(request: Request) -> PolicyConfig:
+async def _policy(request: Request) -> PolicyConfig:
     return request.app.state.policy  # type: ignore[no-any-return]
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def _metrics(request: Request) -> Metrics:
+async def _metrics(request: Request) -> Metrics:
     return request.app.state.metrics  # type: ignore[no-any-return]
 
 

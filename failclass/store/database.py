@@ -17,6 +17,11 @@ from failclass.store.reach import masked, reaching
 # What a store that cannot be reached, written or used now raises (a server down, a
 # read-only or full disk, a read-only transaction); not a fault of the query.
 UNAVAILABLE = (OperationalError, InternalError, InterfaceError)
+# PostgreSQL connections a process keeps (a service worker: `serve --workers N` holds at
+# most N times as many). A request finds one free, or waits for one: a transaction holds
+# its connection for a few statements only, and a connection opened past the pool (and
+# closed once returned) cost a new server backend per request under load.
+POOL_SIZE = 10
 
 
 def make_engine(url: str) -> Engine:
@@ -26,7 +31,7 @@ def make_engine(url: str) -> Engine:
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         return create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=0)
 
 
 class Database:

@@ -114,25 +114,33 @@ class GoodRuns:
             row = {"attempt_id": attempt_id, "job_id": attempt.job_id, "user": attempt.user}
             for new in kept.candidates(known, UNSEEN_KEPT):
                 line = {"template": template(new.text), "line": new.line, "text": new.text, "count": new.count}
-                db.insert("unseen_lines", {**row, **line, "against": reference[0] if reference else None})
+                db.add("unseen_lines", {**row, **line, "against": reference[0] if reference else None})
         if passed:
-            cls._keep_good_run(db, attempt_id, attempt, examined, kept.counts, now)
+            cls._keep_good_run(db, attempt_id, attempt, examined, kept.counts, now, replacing=reference is not None)
         elif progress is not None and (reference is None or (reference[1] != "passed" and _further(progress, reference))):
             before = kept.before(kept.failure_start())
-            cls._keep_good_run(db, attempt_id, attempt, examined, before, now)
+            cls._keep_good_run(db, attempt_id, attempt, examined, before, now, replacing=reference is not None)
 
     @staticmethod
     def _keep_good_run(
-        db: Transaction, attempt_id: int, attempt: Attempt, examined: Examination, templates: dict[str, int], now: datetime
+        db: Transaction,
+        attempt_id: int,
+        attempt: Attempt,
+        examined: Examination,
+        templates: dict[str, int],
+        now: datetime,
+        replacing: bool,
     ) -> None:
-        """The attempt, with ``templates``, as its job's good run, in place of the one before."""
+        """The attempt, with ``templates``, as its job's good run, in place of the one before
+        where there is one (``replacing``; the job's lock keeps another from being added)."""
         progress, kept = examined.progress, examined.templates
         assert kept is not None
-        db.changed("DELETE FROM good_runs WHERE job_id = ?", attempt.job_id)
+        if replacing:
+            db.changed("DELETE FROM good_runs WHERE job_id = ?", attempt.job_id)
         facts = {"job_id": attempt.job_id, "user": attempt.user, "attempt_id": attempt_id, "attempt_no": attempt.attempt}
         at = {"progress_epoch": progress.epoch if progress else None, "progress_step": progress.step if progress else None}
         sizes = {"lines": kept.lines, "dropped": kept.dropped, "templates": templates}
-        db.insert("good_runs", {**facts, "status": attempt.status, **at, **sizes, "kept_at": now})
+        db.add("good_runs", {**facts, "status": attempt.status, **at, **sizes, "kept_at": now})
 
 
 def _further(progress: Progress, reference: tuple[Any, ...]) -> bool:

@@ -94,7 +94,7 @@ class Outbox:
             "next_try_at": now,
             "created_at": now,
         }
-        db.insert("notices", row)
+        db.add("notices", row)
         return "queued"
 
     def claim_notice(self, now: datetime, tried: Collection[int] = ()) -> Pending | None:

@@ -86,8 +86,11 @@ class Records(Outbox, WatchSteps, GoodRuns, ABC):
         with self._connection() as connection, nullcontext() if self.postgres else self._local_lock:
             try:
                 db = Transaction(connection.cursor(), self.postgres)
-                for key in sorted(set(keys)) if self.postgres else ():
-                    db.rows("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", key)
+                if self.postgres and keys:
+                    # one statement: a row's columns are computed left to right, so the
+                    # locks are taken in sorted order
+                    ordered = sorted(set(keys))
+                    db.rows(f"SELECT {', '.join(['pg_advisory_xact_lock(hashtextextended(?, 0))'] * len(ordered))}", *ordered)
                 yield db
                 connection.commit()
             except BaseException:
@@ -183,7 +186,7 @@ class Records(Outbox, WatchSteps, GoodRuns, ABC):
         key, digest = (request.key, request.digest) if request is not None else (None, None)
         attempt_id = db.insert("attempts", {**facts, "idempotency_key": key, "request_digest": digest, "recorded_at": now})
         progress = failure.progress
-        db.insert(
+        db.add(
             "classifications",
             {
                 "attempt_id": attempt_id,
@@ -317,10 +320,10 @@ class Records(Outbox, WatchSteps, GoodRuns, ABC):
         """The decision and its effects (input and node failures, blacklist entries, a hold)."""
         effects, why = decision.effects, decision.explanation
         for path in effects.implicated_inputs:
-            db.insert("input_failures", {"path": path, "job_id": attempt.job_id, "attempt_id": attempt_id, "failed_at": now})
+            db.add("input_failures", {"path": path, "job_id": attempt.job_id, "attempt_id": attempt_id, "failed_at": now})
         for node in effects.implicated_nodes:
             failure = {"node": node, "job_id": attempt.job_id, "attempt_id": attempt_id, "reason": why.reason}
-            db.insert("node_failures", {**failure, "failed_at": now})
+            db.add("node_failures", {**failure, "failed_at": now})
         for path in effects.blacklisted_inputs:
             behind = {
                 "reason": why.reason,
@@ -328,15 +331,15 @@ class Records(Outbox, WatchSteps, GoodRuns, ABC):
                 "job": attempt.job_id,
                 "attempt": attempt.attempt,
             }
-            db.insert("blacklist", {"path": path, "why": why.message, "evidence": behind, "created_at": now})
+            db.add("blacklist", {"path": path, "why": why.message, "evidence": behind, "created_at": now})
         if effects.hold:
             behind = {"failures": why.counters.get("user_failures"), "job": attempt.job_id, "attempt": attempt.attempt}
-            db.insert("holds", {"user": attempt.user, "reason": effects.hold, "evidence": behind, "created_at": now})
+            db.add("holds", {"user": attempt.user, "reason": effects.hold, "evidence": behind, "created_at": now})
         self._keep_decision_row(db, attempt, decision, now, attempt_id)
 
     @staticmethod
     def _keep_decision_row(db: Transaction, attempt: Attempt, decision: Decision, now: datetime, attempt_id: int | None) -> None:
-        db.insert(
+        db.add(
             "decisions",
             {
                 "attempt_id": attempt_id,

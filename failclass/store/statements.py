@@ -33,10 +33,13 @@ class Transaction:
         self._execute(sql, params)
         return int(self.cursor.rowcount)
 
+    def add(self, table: str, values: dict[str, Any]) -> None:
+        """Insert one row whose id is not needed."""
+        self._execute(_insert(table, values), tuple(values.values()))
+
     def insert(self, table: str, values: dict[str, Any]) -> int:
         """Insert one row; its id."""
-        columns = ", ".join(f'"{name}"' for name in values)
-        sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders(list(values))})"
+        sql = _insert(table, values)
         if not self.postgres:
             self._execute(sql, tuple(values.values()))
             return int(self.cursor.lastrowid)
@@ -69,6 +72,11 @@ class Transaction:
         if isinstance(value, str):
             return datetime.fromisoformat(value).replace(tzinfo=UTC)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _insert(table: str, values: dict[str, Any]) -> str:
+    columns = ", ".join(f'"{name}"' for name in values)
+    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders(list(values))})"
 
 
 def placeholders(values: Sequence[Any]) -> str:

@@ -249,7 +249,7 @@ def test_the_decision_implicates_the_origin_node_not_every_node() -> None:
 
 def test_what_the_launchers_say() -> None:
     def lines(name: str) -> list[RankLine]:
-        return [RankLine(name, n, text, time_of(text)) for n, text in enumerate(read_lines(DATA / name), 1)]
+        return [RankLine(name, n, text) for n, text in enumerate(read_lines(DATA / name), 1)]
 
     # Each torchrun agent prints its node's table: node-a's Root Cause is rank 3, a rank
     # that only lost its peer, a second after node-b's rank 5.

@@ -1,5 +1,6 @@
 """Deploying the service: `failclass serve --workers 2` on a fresh PostgreSQL schema
-(both workers migrate at start, one after the other), and the container's entrypoint
+(both workers migrate at start, one after the other), killed by SIGKILL under load (on
+SQLite and PostgreSQL: every report answered is kept), and the container's entrypoint
 (docker/entrypoint.sh) run as compose.yaml runs it, against the real PostgreSQL: it
 migrates, then serves with two workers. Docker itself is not needed."""
 
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -25,6 +27,8 @@ from failclass.store.migrate import HEAD
 pytestmark = pytest.mark.e2e
 
 STARTED = "Application startup complete."
+OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.35 GiB total capacity)\n"
+LOAD_CLIENTS, LOAD_REPORTS = 16, 1000  # reports still unsent when the supervisor is killed
 
 
 def wait_for_workers(log: Path, workers: int, deadline_s: float = 60) -> str:
@@ -76,23 +80,54 @@ def serving(port: int) -> bool:
     return True
 
 
-def test_workers_end_with_their_supervisor_even_killed_by_sigkill(tmp_path: Path) -> None:
-    """`kill -9` of `serve --workers 2` leaves no worker holding the port: each asked the
-    kernel for SIGTERM when its parent dies; the service starts again on the same port."""
+def report(base: str, n: int, answered: list[str]) -> None:
+    """Report a failed attempt; its job id kept in ``answered`` once the service answers
+    that it recorded it (a refused or cut connection is the client's to retry)."""
+    job_id = f"storm-{n}"
+    try:
+        body = {"job_id": job_id, "attempt": 1, "user": f"user-{n % 8}", "log": OOM}
+        response = httpx.post(f"{base}/v1/attempts", json=body, timeout=60)
+    except httpx.TransportError:
+        return
+    if response.status_code in (200, 201):
+        answered.append(job_id)
+
+
+def test_workers_end_with_their_supervisor_even_killed_by_sigkill(tmp_path: Path, database_url: str) -> None:
+    """`kill -9` of `serve --workers 2` while clients report attempts leaves no worker
+    holding the port (each asked the kernel for SIGTERM when its parent dies), the service
+    starts again on the same port, and every report it answered is kept."""
     port = free_port()
-    command = [sys.executable, "-m", "failclass.cli", "serve", "--workers", "2", "--port", str(port)]
-    command += ["--database-url", f"sqlite:///{tmp_path / 'failclass.db'}"]
+    base = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable,
+        "-m",
+        "failclass.cli",
+        "serve",
+        "--workers",
+        "2",
+        "--port",
+        str(port),
+        "--database-url",
+        database_url,
+    ]
     log = tmp_path / "first.log"
-    with log.open("wb") as out:
+    answered: list[str] = []
+    with log.open("wb") as out, ThreadPoolExecutor(LOAD_CLIENTS) as clients:
         supervisor = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         try:
             assert wait_for_workers(log, 2).count(STARTED) == 2, log.read_text()[-4000:]
             workers = children(supervisor.pid)
             assert len(workers) >= 2 and serving(port)
+            sent = [clients.submit(report, base, n, answered) for n in range(LOAD_REPORTS)]
+            deadline = time.monotonic() + 60
+            while len(answered) < LOAD_CLIENTS and time.monotonic() < deadline:  # the service under load
+                time.sleep(0.05)
+            assert answered and not all(request.done() for request in sent), log.read_text()[-3000:]
         finally:
             supervisor.kill()
             supervisor.wait(timeout=30)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     try:
         while any(alive(p) for p in workers) or serving(port):
             assert time.monotonic() < deadline, f"still serving on {port} after the supervisor died: {log.read_text()[-3000:]}"
@@ -100,8 +135,9 @@ def test_workers_end_with_their_supervisor_even_killed_by_sigkill(tmp_path: Path
     finally:
         for orphan in filter(alive, workers):
             os.kill(orphan, signal.SIGKILL)
-    with running_service(f"sqlite:///{tmp_path / 'failclass.db'}", tmp_path, "--workers", "2", port=port) as base:
-        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200  # no "Address already in use"
+    with running_service(database_url, tmp_path, "--workers", "2", port=port) as again:  # no "Address already in use"
+        kept = httpx.get(f"{again}/v1/decisions", params={"limit": LOAD_REPORTS}, timeout=30).json()["decisions"]
+    assert set(answered) <= {decision["job_id"] for decision in kept}
 
 
 def compose_environment() -> dict[str, str]:
