@@ -22,7 +22,7 @@ import numpy as np
 from failclass.executors import Executor
 from failclass.waste import PART_ROWS
 from failclass.waste.allocation import JobAllocation, Matching, assign
-from failclass.waste.causes import CAUSES, Cause, load_causes
+from failclass.waste.causes import CAUSES, Cause, any_cause, load_causes
 from failclass.waste.explain import explain
 from failclass.waste.formats import read_signals
 from failclass.waste.formats.parquet import Part, parts, read_part
@@ -246,9 +246,10 @@ def _whole_windows(query: PrometheusQuery, jobs: list[JobAllocation], matching: 
 def _timelines(batch: GpuSamples, jobs: Mapping[str, JobAllocation], causes: Sequence[Cause]) -> dict[str, Timeline]:
     """The logs of the batch's jobs, timed, with the lines the causes and the loss look for."""
     wanted = [c.log for c in causes if c.log and c.detectable]
+    maybe = any_cause(list(causes))
 
     def keep(line: str) -> bool:
-        return has_loss(line) or any(log.matches(line) for log in wanted)
+        return has_loss(line) or bool(maybe and maybe.search(line) and any(log.matches(line) for log in wanted))
 
     logged = [jobs[name] for name in batch.jobs if name in jobs and jobs[name].log]
     return {job.job: read_timeline(job.log, keep, job.start) for job in logged if job.log and job.log.is_file()}

@@ -83,6 +83,13 @@ def _letters(flags: int) -> str:
     return "".join(letter for flag, letter in named if flags & flag)
 
 
+def any_cause(causes: tuple[Cause, ...] | list[Cause]) -> re.Pattern[str] | None:
+    """One pattern that finds every line some cause's log evidence may find (anywhere in it,
+    carets dropped): a line it does not find is no cause's, and is not asked again."""
+    logs = [cause.log for cause in causes if cause.log and cause.detectable]
+    return _alternation([re.compile(p.pattern.removeprefix("^"), p.flags) for log in logs for p in log.patterns])
+
+
 @lru_cache(maxsize=64)
 def _message_starts(line: str) -> list[int]:
     """Where a line's message may start (the causes ask for the same line in turn)."""

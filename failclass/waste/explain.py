@@ -5,6 +5,7 @@ GPU's series (peak memory against total, the job's other GPUs), with the evidenc
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from failclass.waste.allocation import JobAllocation
-from failclass.waste.causes import Cause
+from failclass.waste.causes import Cause, any_cause
 from failclass.waste.measure import DROP, IDLE, LOW, STEADY, Measured
 from failclass.waste.timeline import TimedLine, Timeline
 
@@ -40,7 +41,7 @@ def explain(
     if not len(measured.intervals.kind):
         return []
     every = [(row, facts, timelines.get(name)) for row, facts, name in _interval_facts(measured, jobs)]
-    hits = _Hits()
+    hits = _Hits(any_cause(list(causes)))
     # first without the causes that only the series show where the log explains nothing else
     # (max_explained_share), then with them, knowing how much of each GPU's low time the log explained
     first = [_first_cause(row, facts, causes, timeline, hits) for row, facts, timeline in every]
@@ -139,15 +140,23 @@ class _Facts:
 class _Hits:
     """Each cause's matching lines of each log, found once however many intervals ask."""
 
-    def __init__(self) -> None:
+    def __init__(self, maybe: re.Pattern[str] | None) -> None:
+        self._maybe = maybe  # finds every line some cause may find (causes.any_cause)
         self._found: dict[tuple[int, str], list[TimedLine]] = {}
+        self._candidates: dict[int, list[TimedLine]] = {}
 
     def of(self, cause: Cause, timeline: Timeline) -> list[TimedLine]:
         key = (id(timeline), cause.id)
         if key not in self._found:
             assert cause.log is not None
-            self._found[key] = [line for line in timeline.lines if cause.log.matches(line.body)]
+            self._found[key] = [line for line in self._lines(timeline) if cause.log.matches(line.body)]
         return self._found[key]
+
+    def _lines(self, timeline: Timeline) -> list[TimedLine]:
+        if id(timeline) not in self._candidates:
+            maybe = self._maybe
+            self._candidates[id(timeline)] = [line for line in timeline.lines if maybe and maybe.search(line.text)]
+        return self._candidates[id(timeline)]
 
 
 def _first_cause(row: int, facts: _Facts, causes: Sequence[Cause], timeline: Timeline | None, hits: _Hits) -> Attribution:

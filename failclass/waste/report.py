@@ -99,14 +99,14 @@ class WasteReport:
 
 
 def _plain(value: Any) -> Any:
-    """Dataclasses as dicts (an interval with its summary), tuples as lists, all the way down
-    (``asdict`` without its copies)."""
+    """Dataclasses as dicts (an interval with its summary), lists and tuples of them as lists,
+    all the way down (``asdict`` without its copies; a tuple of plain values stays one)."""
     if hasattr(value, "__dataclass_fields__"):
         found = {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
         if isinstance(value, IntervalRow):
             found["summary"] = value.summary
         return found
-    if isinstance(value, list | tuple):
+    if isinstance(value, list) or (isinstance(value, tuple) and value and not isinstance(value[0], str | int | float)):
         return [_plain(item) for item in value]
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
