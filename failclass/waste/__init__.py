@@ -9,4 +9,4 @@ the aligned log and the series) → ``report``. A Parquet table is measured in p
 whole jobs (``analyse``), here or on an executor's workers.
 """
 
-PART_ROWS = 4_000_000  # readings in a part of a Parquet table: a few hundred MB while it is measured
+PART_ROWS = 2_000_000  # readings in a part of a Parquet table: about 400 MB while it is measured
