@@ -71,13 +71,14 @@ def group_spans(path: Path, part_bytes: int) -> list[tuple[int, int]]:
 
 
 def parts(path: Path, part_bytes: int = PART_BYTES) -> list[Part]:
-    """The manifest's parts, in order (one, the whole file, where it is not cut)."""
+    """The manifest's parts, in order (one, the whole file, where it is not cut), named by
+    its absolute path (a worker's working directory is another)."""
     cut = {".jsonl": line_spans, ".parquet": group_spans}.get(path.suffix)
     try:
         spans = cut(path, part_bytes) if cut else []
     except (OSError, InputError):
         spans = []  # reading it whole says why it cannot be read
-    return [Part(path, span) for span in spans] if len(spans) > 1 else [Part(path)]
+    return [Part(path.absolute(), span) for span in spans] if len(spans) > 1 else [Part(path.absolute())]
 
 
 def read_part(part: Part) -> bytes | None:

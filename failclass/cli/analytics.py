@@ -58,7 +58,7 @@ def arrow_from_the_system_allocator() -> None:
     help="A `failclass waste report --format json` file: each job's idle GPU-hours count in its ETTR,"
     " and each user's right-sizing advice is shown.",
 )
-@executor_options("manifests' parts are read")
+@executor_options("manifests' parts are read", processes=1)  # Arrow's readers use every core already
 @click.option(
     "--part-bytes",
     type=click.IntRange(min=1),

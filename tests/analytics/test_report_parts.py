@@ -67,6 +67,12 @@ def test_every_line_is_in_one_part(manifests: list[Path], part_bytes: int) -> No
     assert (len(spans) == 1) == (part_bytes >= len(data))
 
 
+def test_a_part_names_its_manifest_wherever_a_worker_runs(manifests: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(manifests[0].parent)
+    cut = parts(Path(manifests[0].name), SMALL_PARTS)
+    assert len(cut) > 1 and all(part.path.is_absolute() and part.path.resolve() == manifests[0].resolve() for part in cut)
+
+
 def test_every_row_group_is_in_one_part(manifests: list[Path]) -> None:
     groups = parquet.ParquetFile(manifests[1]).metadata.num_row_groups
     assert group_spans(manifests[1], 1) == [(group, group + 1) for group in range(groups)]
