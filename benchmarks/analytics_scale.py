@@ -4,11 +4,12 @@
    failures (no logs) as JSON Lines, and the same attempts as Parquet; each reported end to
    end in a subprocess (the Markdown report), its wall time, CPU time and peak RSS
    (wait4); the JSON Lines again with allocators that return freed blocks at once
-   (RETURNING); in one process (the default), then each manifest read in parts by a local
-   pool of two processes and by a Dask LocalCluster of two worker processes (``--executor
-   dask``: its workers' CPU time added, their memory not in the peak). With ``--before
-   DIR`` (a checkout of an earlier commit) the same command of that checkout too, on the
-   JSON Lines, for the comparison.
+   (RETURNING). Then the JSON Lines (9 parts of 32 MB) and a copy of the Parquet in row
+   groups of 131,072 attempts (read in 9 parts of about 4 MB of data: the Parquet above is
+   one part) each in one process, in parts by a local pool of two processes and by a Dask
+   LocalCluster of two worker processes (``--executor dask``: its workers' CPU time added,
+   their memory not in the peak). With ``--before DIR`` (a checkout of an earlier commit)
+   the same command of that checkout too, on the JSON Lines, for the comparison.
 2. The round trip at full Philly scale: simulate (96,260-job trace, a log per attempt),
    classify every failed attempt's log, report, and compare Table 7 with the
    simulator's truth, reason by reason, with the classification error beside it.
@@ -68,6 +69,8 @@ print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(
 """
 
 
+GROUP_ROWS = 1 << 17  # attempts in a row group of the Parquet copy read in parts
+GROUPED_PART_BYTES = 4_000_000  # of its row groups' data in a part: 9 parts
 # Allocators that give freed blocks back at once: Arrow's on glibc, whose blocks above
 # 256 KB (numpy's arrays too) are mapped apart. Where the rest of the peak RSS goes.
 RETURNING = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_MMAP_THRESHOLD_": "262144"}
@@ -98,18 +101,21 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def executor_runs(manifests: list[tuple[str, Path]]) -> list[dict[str, object]]:
-    """Each manifest read in parts by a pool of two processes and by a Dask LocalCluster of
-    two worker processes (one thread each), their CPU time added."""
+def executor_runs(manifests: list[tuple[str, Path, tuple[str, ...]]]) -> list[dict[str, object]]:
+    """Each manifest (with its options) in one process, then read in parts by a pool of two
+    processes and by a Dask LocalCluster of two worker processes (one thread each), their
+    CPU time added."""
     from distributed import Client, LocalCluster
 
     measured = []
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
-        for label, path in manifests:
-            measured.append(_measured(f"{label}, a pool of 2 processes", *report_run(path, options=("--processes", "2"))))
+        for label, path, options in manifests:
+            for how, more in (("one process", ()), ("a pool of 2 processes", ("--processes", "2"))):
+                measured.append(_measured(f"{label}, {how}", *report_run(path, options=(*options, *more))))
             before = sum(client.run(_cpu_s).values())
-            wall, peak, cpu = report_run(path, options=("--executor", "dask", "--scheduler", cluster.scheduler_address))
+            dask = ("--executor", "dask", "--scheduler", cluster.scheduler_address)
+            wall, peak, cpu = report_run(path, options=(*options, *dask))
             workers = sum(client.run(_cpu_s).values()) - before
             measured.append(_measured(f"{label}, Dask LocalCluster of 2 workers", wall, peak, cpu + workers))
     return measured
@@ -136,7 +142,11 @@ def million(work: Path, before: Path | None) -> dict[str, object]:
     runs.append((f"JSON Lines, `{' '.join(f'{k}={v}' for k, v in RETURNING.items())}`", jsonl, ROOT, RETURNING))
     runs += [(f"JSON Lines, {before.name} (before)", jsonl, before, None)] if before else []
     measured = [_measured(label, *report_run(path, checkout, env)) for label, path, checkout, env in runs]
-    results["report"] = measured + executor_runs([("JSON Lines", jsonl), ("Parquet", parquet_file)])
+    grouped = work / "million" / "attempts-groups.parquet"
+    parquet.write_table(parquet.read_table(parquet_file), grouped, row_group_size=GROUP_ROWS)
+    in_groups = f"Parquet in row groups of {GROUP_ROWS:,}"
+    cut = [("JSON Lines", jsonl, ()), (in_groups, grouped, ("--part-bytes", str(GROUPED_PART_BYTES)))]
+    results["report"] = measured + executor_runs(cut)
     return results
 
 
