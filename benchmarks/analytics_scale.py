@@ -2,10 +2,14 @@
 
 1. `failclass report` over about a million attempts: a simulated trace at 10x Philly's
    failures (no logs) as JSON Lines, and the same attempts as Parquet; each reported end to
-   end in a subprocess (the Markdown report), its wall time and peak RSS (wait4); the JSON
-   Lines again with allocators that return freed blocks at once (RETURNING). With
-   ``--before DIR`` (a checkout of an earlier commit) the same command of that checkout
-   too, on the JSON Lines, for the comparison.
+   end in a subprocess (the Markdown report), its wall time, CPU time and peak RSS
+   (wait4); the JSON Lines again with allocators that return freed blocks at once
+   (RETURNING). Then the JSON Lines (9 parts of 32 MB) and a copy of the Parquet in row
+   groups of 131,072 attempts (read in 9 parts of about 4 MB of data: the Parquet above is
+   one part) each in one process, in parts by a local pool of two processes and by a Dask
+   LocalCluster of two worker processes (``--executor dask``: its workers' CPU time added,
+   their memory not in the peak). With ``--before DIR`` (a checkout of an earlier commit)
+   the same command of that checkout too, on the JSON Lines, for the comparison.
 2. The round trip at full Philly scale: simulate (96,260-job trace, a log per attempt),
    classify every failed attempt's log, report, and compare Table 7 with the
    simulator's truth, reason by reason, with the classification error beside it.
@@ -59,31 +63,67 @@ def timed(label: str, results: dict[str, float], step):  # type: ignore[no-untyp
 LAUNCH = """
 import os, subprocess, sys, time
 started = time.perf_counter()
-child = subprocess.Popen([sys.executable, "-m", "failclass.cli", "report", sys.argv[1]], stdout=subprocess.DEVNULL)
+child = subprocess.Popen([sys.executable, "-m", "failclass.cli", "report", *sys.argv[1:]], stdout=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
-print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
 """
 
 
+GROUP_ROWS = 1 << 17  # attempts in a row group of the Parquet copy read in parts
+GROUPED_PART_BYTES = 4_000_000  # of its row groups' data in a part: 9 parts
 # Allocators that give freed blocks back at once: Arrow's on glibc, whose blocks above
 # 256 KB (numpy's arrays too) are mapped apart. Where the rest of the peak RSS goes.
 RETURNING = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_MMAP_THRESHOLD_": "262144"}
 
 
-def report_run(manifest: Path, checkout: Path = ROOT, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """`failclass report MANIFEST` of a checkout, end to end: (wall seconds, peak RSS MB)."""
+def report_run(
+    manifest: Path, checkout: Path = ROOT, env: dict[str, str] | None = None, options: tuple[str, ...] = ()
+) -> tuple[float, float, float]:
+    """`failclass report MANIFEST [OPTIONS]` of a checkout, end to end: (wall seconds, peak
+    RSS MB, CPU seconds of it and of the processes it waited for)."""
     done = subprocess.run(
-        [sys.executable, "-c", LAUNCH, str(manifest)],
+        [sys.executable, "-c", LAUNCH, str(manifest), *options],
         cwd=checkout,
         env={**os.environ, **(env or {}), "PYTHONPATH": str(checkout)},
         capture_output=True,
         text=True,
         check=True,
     )
-    wall, peak_kb, status = done.stdout.split()
+    wall, peak_kb, status, cpu = done.stdout.split()
     if int(status):
         raise SystemExit(f"failclass report {manifest} ({checkout}) exited {status}")
-    return round(float(wall), 2), round(int(peak_kb) / 1024)
+    return round(float(wall), 2), round(int(peak_kb) / 1024), float(cpu)
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds (a Dask worker's, run there)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def executor_runs(manifests: list[tuple[str, Path, tuple[str, ...]]]) -> list[dict[str, object]]:
+    """Each manifest (with its options) in one process, then read in parts by a pool of two
+    processes and by a Dask LocalCluster of two worker processes (one thread each), their
+    CPU time added."""
+    from distributed import Client, LocalCluster
+
+    measured = []
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        for label, path, options in manifests:
+            for how, more in (("one process", ()), ("a pool of 2 processes", ("--processes", "2"))):
+                measured.append(_measured(f"{label}, {how}", *report_run(path, options=(*options, *more))))
+            before = sum(client.run(_cpu_s).values())
+            dask = ("--executor", "dask", "--scheduler", cluster.scheduler_address)
+            wall, peak, cpu = report_run(path, options=(*options, *dask))
+            workers = sum(client.run(_cpu_s).values()) - before
+            measured.append(_measured(f"{label}, Dask LocalCluster of 2 workers", wall, peak, cpu + workers))
+    return measured
+
+
+def _measured(label: str, wall: float, peak: float, cpu: float) -> dict[str, object]:
+    print(f"  {label:56} {wall:8.2f} s  CPU {cpu:6.2f} s   peak RSS {peak:7.0f} MB", flush=True)
+    return {"manifest": label, "wall_s": wall, "cpu_s": round(cpu, 2), "peak_rss_mb": peak}
 
 
 def million(work: Path, before: Path | None) -> dict[str, object]:
@@ -101,19 +141,19 @@ def million(work: Path, before: Path | None) -> dict[str, object]:
     runs = [(f"JSON Lines {size[jsonl]}", jsonl, ROOT, None), (f"Parquet {size[parquet_file]}", parquet_file, ROOT, None)]
     runs.append((f"JSON Lines, `{' '.join(f'{k}={v}' for k, v in RETURNING.items())}`", jsonl, ROOT, RETURNING))
     runs += [(f"JSON Lines, {before.name} (before)", jsonl, before, None)] if before else []
-    measured = []
-    for label, path, checkout, env in runs:
-        wall, peak = report_run(path, checkout, env)
-        measured.append({"manifest": label, "wall_s": wall, "peak_rss_mb": peak})
-        print(f"  {label:48} {wall:8.2f} s   peak RSS {peak:7.0f} MB", flush=True)
-    results["report"] = measured
+    measured = [_measured(label, *report_run(path, checkout, env)) for label, path, checkout, env in runs]
+    grouped = work / "million" / "attempts-groups.parquet"
+    parquet.write_table(parquet.read_table(parquet_file), grouped, row_group_size=GROUP_ROWS)
+    in_groups = f"Parquet in row groups of {GROUP_ROWS:,}"
+    cut = [("JSON Lines", jsonl, ()), (in_groups, grouped, ("--part-bytes", str(GROUPED_PART_BYTES)))]
+    results["report"] = measured + executor_runs(cut)
     return results
 
 
 def million_table(results: dict[str, object]) -> list[str]:
-    rows = ["| manifest | `failclass report` wall time | peak RSS |", "|---|---:|---:|"]
+    rows = ["| manifest | `failclass report` wall time | CPU time | peak RSS |", "|---|---:|---:|---:|"]
     for run in results["report"]:  # type: ignore[attr-defined]
-        rows.append(f"| {run['manifest']} | {run['wall_s']:.1f} s | {run['peak_rss_mb']:,} MB |")
+        rows.append(f"| {run['manifest']} | {run['wall_s']:.1f} s | {run['cpu_s']:.1f} s | {run['peak_rss_mb']:,} MB |")
     return rows
 
 

@@ -12,15 +12,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow.compute as pc
 
+from failclass.analytics import PART_BYTES
 from failclass.analytics.columns import Attempts
 from failclass.analytics.comparison import Comparison, compare
-from failclass.analytics.records import read_attempts, store_attempts
+from failclass.analytics.parts import read_in_parts
+from failclass.analytics.records import store_attempts
 from failclass.analytics.report import Report, build_report
 from failclass.analytics.selection import Selection
 from failclass.errors import InputError
 from failclass.matching.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
+    from failclass.executors import Executor
     from failclass.store.views import StoreViews
     from failclass.waste.rightsize import UserRightsizing
 
@@ -33,11 +36,12 @@ class RecordSource(Protocol):
 
 class FileSource:
     """Manifests or `failclass batch` results (CSV, JSON Lines, Parquet), read once as
-    columns and filtered in memory."""
+    columns (in parts by ``executor``'s workers, where given: failclass.analytics.parts)
+    and filtered in memory."""
 
-    def __init__(self, paths: Sequence[Path]) -> None:
+    def __init__(self, paths: Sequence[Path], executor: Executor | None = None, part_bytes: int = PART_BYTES) -> None:
         self.label = ", ".join(str(p) for p in paths)
-        self._all = Attempts(read_attempts(paths))
+        self._all = Attempts(read_in_parts(paths, executor, part_bytes))
 
     def attempts(self, selection: Selection) -> Attempts:
         return selection.apply(self._all)

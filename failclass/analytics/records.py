@@ -242,13 +242,32 @@ def columns_of(block: pa.Table) -> pa.Table:
     )
 
 
+def _has_values(column: pa.ChunkedArray | pa.Array, kind: pa.DataType) -> bool:
+    """Whether a column holds a value (one not null, a list not empty)."""
+    if column.null_count == len(column):
+        return False
+    return not pa.types.is_list(kind) or bool(pc.max(pc.list_value_length(column)).as_py())
+
+
 def _kept(column: pa.ChunkedArray | None, size: int, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
     """A converted column (names as codes); one without values costs nothing."""
-    if column is None or column.null_count == size:
-        return _absent(size, kind)
-    if pa.types.is_list(kind) and not pc.max(pc.list_value_length(column)).as_py():
+    if column is None or not _has_values(column, kind):
         return _absent(size, kind)
     return column.dictionary_encode() if pa.types.is_dictionary(kind) else column
+
+
+def compact(table: pa.Table) -> pa.Table:
+    """The table with each chunk that holds no value on the shared zeros again, as
+    ``columns_of`` made it (a table read back from Arrow's IPC holds them in full)."""
+    return pa.table(
+        [
+            pa.chunked_array(
+                [c if _has_values(c, f.type) else _absent(len(c), f.type) for c in table.column(f.name).chunks], f.type
+            )
+            for f in SCHEMA
+        ],
+        schema=SCHEMA,
+    )
 
 
 def manifest_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -267,7 +286,7 @@ def manifest_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
                 yield f"{path}: line {number}", row
     elif path.suffix == ".parquet":
         number = 0
-        for batch in _parquet(path).iter_batches(batch_size=ROWS):
+        for batch in parquet_file(path).iter_batches(batch_size=ROWS):
             for row in batch.to_pylist():
                 number += 1
                 yield f"{path}: row {number}", row
@@ -275,7 +294,7 @@ def manifest_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         raise InputError(f"{path}: a manifest is .csv, .jsonl or .parquet")
 
 
-def _parquet(path: Path) -> Any:
+def parquet_file(path: Path) -> Any:
     from pyarrow import parquet
 
     try:
@@ -300,40 +319,60 @@ def _with_values(file: Any) -> list[str]:
     return [name for name in file.schema_arrow.names if not empty.get(name, False)]
 
 
-def _blocks(path: Path) -> Iterator[pa.Table]:
-    """A JSON Lines or Parquet manifest in blocks, as Arrow reads them."""
+def _blocks(path: Path, span: tuple[int, int] | None = None) -> Iterator[pa.Table]:
+    """A JSON Lines or Parquet manifest in blocks, as Arrow reads them (``span``: only its
+    row groups ``range(*span)``, or its bytes from ``span[0]`` up to ``span[1]``)."""
     if path.suffix == ".parquet":
-        file = _parquet(path)
-        for batch in file.iter_batches(batch_size=ROWS, columns=_with_values(file)):
+        file = parquet_file(path)
+        groups = range(*span) if span else None
+        for batch in file.iter_batches(batch_size=ROWS, row_groups=groups, columns=_with_values(file)):
             yield pa.Table.from_batches([batch])
         return
     from pyarrow import json as pa_json
 
+    source: Path | pa.BufferReader = path
+    if span is not None:
+        with path.open("rb") as handle:
+            handle.seek(span[0])
+            source = pa.BufferReader(handle.read(span[1] - span[0]))
     parse = pa_json.ParseOptions(explicit_schema=JSON_SCHEMA, unexpected_field_behavior="ignore")
-    for batch in pa_json.open_json(path, read_options=pa_json.ReadOptions(block_size=BLOCK), parse_options=parse):
+    for batch in pa_json.open_json(source, read_options=pa_json.ReadOptions(block_size=BLOCK), parse_options=parse):
         yield pa.Table.from_batches([batch])
+
+
+def columnar(path: Path, span: tuple[int, int] | None = None) -> pa.Table:
+    """A JSON Lines or Parquet manifest (or a span of it, as ``_blocks``) converted in Arrow's
+    blocks; NotColumnar or ArrowInvalid where a block does not convert so."""
+    return pa.concat_tables([columns_of(block) for block in _blocks(path, span)]).unify_dictionaries()
 
 
 def read_manifest(path: Path) -> pa.Table:
     """One manifest's attempts: in Arrow's blocks where it converts so, else row by row."""
     if path.suffix in (".jsonl", ".parquet"):
         try:
-            return pa.concat_tables([columns_of(block) for block in _blocks(path)]).unify_dictionaries()
+            return columnar(path)
         except (NotColumnar, pa.ArrowInvalid):
             pass  # read again row by row: the first bad row is named, or the odd values read
     return table_of(row_values(row, where) for where, row in manifest_rows(path))
 
 
-def read_attempts(paths: Iterable[Path]) -> pa.Table:
-    """The attempts of manifests or `failclass batch` results, one table."""
-    tables = []
-    for path in paths:
-        try:
-            tables.append(read_manifest(path))
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc}") from None
+def read_file(path: Path) -> pa.Table:
+    """``read_manifest``, a file that cannot be read an InputError."""
+    try:
+        return read_manifest(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def joined(tables: list[pa.Table]) -> pa.Table:
+    """Manifests' tables (or their parts'), in order, as one."""
     pa.default_memory_pool().release_unused()  # the blocks' pages, freed, go back: the report's arrays come next
     return pa.concat_tables(tables).unify_dictionaries() if tables else SCHEMA.empty_table()
+
+
+def read_attempts(paths: Iterable[Path]) -> pa.Table:
+    """The attempts of manifests or `failclass batch` results, one table."""
+    return joined([read_file(path) for path in paths])
 
 
 def store_attempts(rows: Iterable[StoredAttempt]) -> pa.Table:

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from failclass.analytics import PART_BYTES
 from failclass.attempts import STATUSES
-from failclass.cli.common import check_corpus, input_failure
+from failclass.cli.common import check_corpus, executor_at, executor_options, input_failure
 from failclass.cli.extras import needs
 from failclass.errors import InputError
 from failclass.matching.taxonomy import Taxonomy, builtin_taxonomy
 from failclass.model.corpus import MANIFEST
 
 if TYPE_CHECKING:
-    from failclass.analytics.analysis import Analysis
+    from failclass.analytics.analysis import Analysis, RecordSource
+    from failclass.executors import Executor
 
 
 def arrow_from_the_system_allocator() -> None:
@@ -55,6 +58,14 @@ def arrow_from_the_system_allocator() -> None:
     help="A `failclass waste report --format json` file: each job's idle GPU-hours count in its ETTR,"
     " and each user's right-sizing advice is shown.",
 )
+@executor_options("manifests' parts are read", processes=1)  # Arrow's readers use every core already
+@click.option(
+    "--part-bytes",
+    type=click.IntRange(min=1),
+    default=PART_BYTES,
+    show_default=True,
+    help="Bytes of a JSON Lines manifest (whole lines), or of a Parquet one's row groups, read as one part.",
+)
 @click.pass_context
 @needs(reaches=("report", "postgres"))
 def report(
@@ -71,14 +82,20 @@ def report(
     fmt: str,
     export_dir: Path | None,
     waste_report: Path | None,
+    executor: str,
+    scheduler: str | None,
+    processes: int,
+    part_bytes: int,
 ) -> None:
     """Table 7, Table 6 and repeats per reason over classified attempts: manifests or
     `failclass batch` results (CSV, JSON Lines, Parquet; job_id, attempt, user, vc, status,
     start_time, end_time, gpus, reason), or the store. Filter them, and compare two periods.
     Per user, the GPU time lost to failures since each attempt's last checkpoint (read from
-    its logs) and whole, to idle, restarts and queueing, ETTR and (with --waste) right-sizing advice."""
+    its logs) and whole, to idle, restarts and queueing, ETTR and (with --waste) right-sizing advice.
+    Manifests are read in parts by a local process pool or a Dask cluster's workers (the
+    same report); the tables are computed here."""
     arrow_from_the_system_allocator()
-    from failclass.analytics.analysis import FileSource, RecordSource, StoreSource, analyse, database_label
+    from failclass.analytics.analysis import analyse
     from failclass.analytics.columns import give_back_freed_memory
     from failclass.analytics.selection import parse_comparison, parse_selection
 
@@ -92,13 +109,7 @@ def report(
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        source: RecordSource
-        if database_url:
-            from failclass.store.repository import Store
-
-            source = StoreSource(Store.open(database_url, migrate=False), database_label(database_url))
-        else:
-            source = FileSource(manifests)
+        source = _source(manifests, database_url, executor_at(executor, scheduler, processes), part_bytes)
         idle = rightsizing = None
         if waste_report is not None:
             from failclass.analytics.goodput import idle_of_waste_report, rightsizing_of_waste_report
@@ -117,6 +128,20 @@ def report(
     if export_dir is not None:
         _export(ctx, analysis, taxonomy, export_dir)
     click.echo(_render(analysis, taxonomy, fmt), nl=False)
+
+
+def _source(
+    manifests: tuple[Path, ...], database_url: str | None, executor: AbstractContextManager[Executor | None], part_bytes: int
+) -> RecordSource:
+    """The store at ``database_url``, or the manifests (read in parts by ``executor``'s workers)."""
+    from failclass.analytics.analysis import FileSource, StoreSource, database_label
+
+    if database_url:
+        from failclass.store.repository import Store
+
+        return StoreSource(Store.open(database_url, migrate=False), database_label(database_url))
+    with executor as runs:
+        return FileSource(manifests, runs, part_bytes)
 
 
 def _render(analysis: Analysis, taxonomy: Taxonomy, fmt: str) -> str:

@@ -106,8 +106,9 @@ def records_at(database_url: str | None) -> Iterator[Records]:
         yield open_records(url)
 
 
-def executor_options(what: str) -> Callable[[F], F]:
-    """--executor, --scheduler and --processes: where ``what`` runs."""
+def executor_options(what: str, processes: int | None = None) -> Callable[[F], F]:
+    """--executor, --scheduler and --processes (by default ``processes``, else all cores):
+    where ``what`` runs."""
 
     def decorate(command: F) -> F:
         for option in reversed(
@@ -120,7 +121,12 @@ def executor_options(what: str) -> Callable[[F], F]:
                     help=f"Where {what}: local processes, or the workers of a Dask cluster.",
                 ),
                 click.option("--scheduler", help="Dask scheduler address (tcp://host:8786) for --executor dask."),
-                click.option("--processes", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="all cores"),
+                click.option(
+                    "--processes",
+                    type=click.IntRange(1, 256),
+                    default=processes or os.cpu_count() or 1,
+                    show_default=processes or "all cores",
+                ),
             )
         ):
             command = option(command)
