@@ -4,11 +4,12 @@ both take either)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -44,3 +45,24 @@ def dask_executor(scheduler: str) -> Iterator[Executor]:
 
     with Client(scheduler) as client:
         yield client
+
+
+def run_all(executor: Executor, fn: Any, tasks: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """``fn(*task)`` for every task on ``executor``, in the tasks' order; each result is
+    fetched as soon as it is ready, so that no worker holds a finished one while those
+    before it run."""
+    futures = [executor.submit(fn, *task) for task in tasks]
+    place = {id(future): number for number, future in enumerate(futures)}
+    results: list[Any] = [None] * len(futures)
+    for future in _as_completed(futures):
+        results[place[id(future)]] = future.result()
+        futures[place[id(future)]] = None  # a Dask worker forgets a result nothing refers to
+    return results
+
+
+def _as_completed(futures: list[Any]) -> Iterator[Any]:
+    if futures and type(futures[0]).__module__.startswith("distributed"):
+        from distributed import as_completed
+
+        return iter(as_completed(futures))
+    return iter(concurrent.futures.as_completed(futures))

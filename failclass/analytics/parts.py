@@ -100,9 +100,12 @@ def read_in_parts(paths: Sequence[Path], executor: Executor | None, part_bytes: 
     cut = [parts(path, part_bytes) for path in paths]
     if executor is None or sum(len(pieces) for pieces in cut) < 2:
         return read_attempts(paths)
-    futures = [[executor.submit(read_part, part) for part in pieces] for pieces in cut]
+    from failclass.executors import run_all
+
+    answers = iter(run_all(executor, read_part, [(part,) for pieces in cut for part in pieces]))
     tables: list[pa.Table] = []
-    for path, pending in zip(paths, futures, strict=True):
-        read = [compact(pa.ipc.open_stream(data).read_all()) for data in (f.result() for f in pending) if data is not None]
-        tables += read if len(read) == len(pending) else [read_file(path)]
+    for path, pieces in zip(paths, cut, strict=True):
+        sent = [next(answers) for _ in pieces]
+        read = [compact(pa.ipc.open_stream(data).read_all()) for data in sent if data is not None]
+        tables += read if len(read) == len(pieces) else [read_file(path)]
     return joined(tables)

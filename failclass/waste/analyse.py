@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from failclass.executors import Executor
+from failclass.executors import Executor, run_all
 from failclass.waste import PART_ROWS
 from failclass.waste.allocation import JobAllocation, Matching, assign
 from failclass.waste.causes import CAUSES, Cause, any_cause, load_causes
@@ -83,8 +83,7 @@ def analyse(
     ]
     tables = [piece for piece in pieces if isinstance(piece, Part)]
     if executor is not None and len(tables) > 1:
-        futures = [executor.submit(measure_part, part, options, heat is not None) for part in tables]
-        partials += [future.result() for future in futures]
+        partials += run_all(executor, measure_part, [(part, options, heat is not None) for part in tables])
     else:
         partials += [measure_part(part, options, heat is not None) for part in tables]
     return combine(partials, jobs, causes, options, heat, check)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from failclass.executors import local_executor
+from failclass.executors import local_executor, run_all
 from failclass.waste.analyse import WasteOptions, analyse
 from failclass.waste.formats.parquet import parts, read_part, write_parquet
 from failclass.waste.generate import TraceSpec, write_trace
@@ -115,3 +116,13 @@ def test_dask_without_a_scheduler_is_a_usage_error(cut_trace: Path) -> None:
         timeout=120,
     )
     assert answer.returncode == 2 and "--executor dask needs --scheduler ADDRESS" in answer.stderr
+
+
+def _late_square(number: int) -> int:
+    time.sleep(0.05 * (3 - number))  # the first task ends last
+    return number * number
+
+
+def test_results_come_back_in_the_tasks_order_however_they_finish() -> None:
+    with local_executor(2) as pool:
+        assert run_all(pool, _late_square, [(n,) for n in range(4)]) == [0, 1, 4, 9]
