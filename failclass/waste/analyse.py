@@ -29,7 +29,7 @@ from failclass.waste.formats.parquet import Part, parts, read_part
 from failclass.waste.formats.prometheus_api import PrometheusQuery, fetch
 from failclass.waste.heatmap import HeatMap
 from failclass.waste.inputs import InputCheck
-from failclass.waste.jobfiles import JobsFile, load_jobs, read_jobs
+from failclass.waste.jobfiles import JobsFile, load_jobs
 from failclass.waste.joblogs import find_logs
 from failclass.waste.loss import Convergence, convergence, has_loss
 from failclass.waste.measure import Thresholds, measure
@@ -125,8 +125,9 @@ def _versions(options: WasteOptions) -> tuple[tuple[int, int], ...]:
 
 
 def series_of(signals: Signals, options: WasteOptions, names: set[str]) -> GpuSamples:
-    """The readings of some jobs (a second pass, for their timelines)."""
-    jobs = read_jobs(options.jobs_file) if options.jobs_file else []
+    """The readings of some jobs (a second pass, for their timelines; the jobs file as the
+    first pass read it)."""
+    jobs = list(_inputs(options, _versions(options))[1].values())
     wanted = []
     for piece in _pieces(signals, options.part_rows):
         for batch in _batches(piece, jobs):
